@@ -1,0 +1,79 @@
+//! Builds the toolset components (plugins/*) for wasm32-wasip2 and leaves them
+//! in OUT_DIR, where `embedded.rs` includes the built-ins and the tests find
+//! the fixtures. `cargo build`/`cargo test` therefore need nothing else.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// (package, wasm file it produces, name in OUT_DIR)
+const COMPONENTS: &[(&str, &str, &str)] = &[
+    ("iota-code", "iota_code.wasm", "code.wasm"),
+    ("iota-fixture-hostile", "iota_fixture_hostile.wasm", "hostile.wasm"),
+];
+
+const TARGET: &str = "wasm32-wasip2";
+
+fn main() {
+    let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap());
+    let workspace = manifest.parent().unwrap().to_path_buf();
+    let out = PathBuf::from(std::env::var_os("OUT_DIR").unwrap());
+    for watched in ["plugins", "wit", "Cargo.lock", "Cargo.toml"] {
+        println!("cargo:rerun-if-changed={}", workspace.join(watched).display());
+    }
+    check_target();
+
+    // Its own target dir: sharing the outer one deadlocks on the build lock.
+    let target_dir = out.join("wasm-target");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut build = Command::new(cargo);
+    build
+        .current_dir(&workspace)
+        .args(["build", "--profile", "wasm-guest", "--target", TARGET, "--target-dir"])
+        .arg(&target_dir);
+    for (package, _, _) in COMPONENTS {
+        build.args(["-p", package]);
+    }
+    // Flags meant for the host build (coverage, sanitizers, clippy) break or
+    // slow the guest build.
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+    ] {
+        build.env_remove(var);
+    }
+    let status = build
+        .status()
+        .expect("cannot run cargo to build the toolset components");
+    if !status.success() {
+        panic!("building the toolset components for {TARGET} failed (see the errors above)");
+    }
+    for (_, produced, name) in COMPONENTS {
+        let from = target_dir.join(TARGET).join("wasm-guest").join(produced);
+        std::fs::copy(&from, out.join(name)).unwrap_or_else(|e| panic!("cannot copy {}: {e}", from.display()));
+    }
+    println!("cargo:rustc-env=IOTA_COMPONENTS_DIR={}", out.display());
+}
+
+/// Fails early with the exact fix when the Wasm target is missing.
+fn check_target() {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let libdir = Command::new(rustc)
+        .args(["--print", "target-libdir", "--target", TARGET])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| PathBuf::from(String::from_utf8_lossy(&o.stdout).trim()));
+    let installed = libdir.as_deref().is_some_and(|dir| {
+        Path::new(dir).join("libstd.rlib").exists()
+            || std::fs::read_dir(dir).map(|mut d| d.next().is_some()).unwrap_or(false)
+    });
+    if !installed {
+        panic!(
+            "the {TARGET} target is not installed: run `rustup target add {TARGET}` (rust-toolchain.toml pins it, so rustup normally installs it by itself)"
+        );
+    }
+}

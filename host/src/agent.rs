@@ -1,0 +1,130 @@
+//! One agent's toolsets, loaded from config: which sets are enabled, where
+//! their components come from, what they are granted, and the index from tool
+//! name to set.
+
+use crate::config::{Agent, Capability, Config, SetValue};
+use crate::embedded;
+use crate::engine::Engine;
+use crate::shell::config::ShellConfig;
+use crate::toolset::{ToolSpec, Toolset};
+use crate::wasm_toolset::{LoadError, WasmToolset};
+use anyhow::{Context as _, Result, bail};
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// The enabled toolsets of one agent.
+pub struct AgentTools {
+    sets: Vec<Arc<dyn Toolset>>,
+    index: HashMap<String, usize>,
+}
+
+/// Grants every third-party toolset has without asking: read the root, keep
+/// session state. Anything more is listed under `grant:`.
+pub fn default_grants() -> BTreeSet<Capability> {
+    BTreeSet::from([Capability::FsRead, Capability::Session])
+}
+
+/// The startup warning for a set left out: `toolset "NAME": … (ignored)`.
+pub fn ignored(set: &str, why: &str) -> String {
+    format!("toolset {set:?}: {why} (ignored)")
+}
+
+impl AgentTools {
+    /// Loads `agent`'s sets for the project at `root`. Returns the tools and
+    /// the startup warnings (sets left out); a hard error fails the load.
+    pub fn load(engine: &Engine, config: &Config, agent: &Agent, root: &Path) -> Result<(AgentTools, Vec<String>)> {
+        let mut warnings = Vec::new();
+        let mut sets: Vec<Arc<dyn Toolset>> = Vec::new();
+        for (name, value) in agent.sets() {
+            let SetValue::Enabled(value) = value else { continue };
+            match load_set(engine, config, &name, &value, root)? {
+                Ok(set) => sets.push(set),
+                Err(why) => warnings.push(ignored(&name, &why)),
+            }
+        }
+        let mut index = HashMap::new();
+        for (i, set) in sets.iter().enumerate() {
+            for tool in set.tools() {
+                if let Some(&other) = index.get(&tool.name) {
+                    let other: &Arc<dyn Toolset> = &sets[other];
+                    bail!(
+                        "tool {:?} is offered by both toolset {:?} and toolset {:?}: disable one of them",
+                        tool.name,
+                        other.name(),
+                        set.name()
+                    );
+                }
+                index.insert(tool.name.clone(), i);
+            }
+        }
+        Ok((AgentTools { sets, index }, warnings))
+    }
+
+    /// The loaded sets, in config order.
+    pub fn sets(&self) -> &[Arc<dyn Toolset>] {
+        &self.sets
+    }
+
+    /// Every tool with the set that offers it, in config order.
+    pub fn tools(&self) -> impl Iterator<Item = (&Arc<dyn Toolset>, &ToolSpec)> {
+        self.sets
+            .iter()
+            .flat_map(|set| set.tools().iter().map(move |tool| (set, tool)))
+    }
+
+    /// The set offering `tool` and the tool's spec.
+    pub fn find(&self, tool: &str) -> Option<(&Arc<dyn Toolset>, &ToolSpec)> {
+        let set = &self.sets[*self.index.get(tool)?];
+        set.tools().iter().find(|t| t.name == tool).map(|spec| (set, spec))
+    }
+
+    /// The system-prompt text the enabled sets contribute, in config order.
+    pub fn prompt(&self) -> String {
+        self.sets
+            .iter()
+            .filter_map(|set| set.prompt())
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+}
+
+/// Loads one set: `Ok(Err(why))` leaves it out with a warning.
+fn load_set(
+    engine: &Engine,
+    config: &Config,
+    name: &str,
+    value: &serde_json::Value,
+    root: &Path,
+) -> Result<Result<Arc<dyn Toolset>, String>> {
+    let (wasm, grants, limits): (std::borrow::Cow<'static, [u8]>, _, _) = if let Some(decl) = config.toolsets.get(name)
+    {
+        let wasm = std::fs::read(&decl.path)
+            .with_context(|| format!("toolset {name:?}: cannot read {}", decl.path.display()))?;
+        let mut grants = default_grants();
+        grants.extend(decl.grant.iter().flatten().copied());
+        (wasm.into(), grants, decl.limits)
+    } else if let Some(builtin) = embedded::builtin(name) {
+        (builtin.wasm.into(), builtin.grants, Default::default())
+    } else {
+        return Ok(Err(unavailable_builtin(name, value, root)));
+    };
+    match WasmToolset::load(engine, name, &wasm, grants, limits, root.to_path_buf(), value) {
+        Ok(set) => Ok(Ok(Arc::new(set))),
+        Err(LoadError::Config(why)) => Ok(Err(why)),
+        Err(LoadError::Fatal(why)) => bail!(why),
+    }
+}
+
+/// Why a built-in set this build does not provide yet is left out: its
+/// configuration's own refusal first, so config mistakes surface today.
+fn unavailable_builtin(name: &str, value: &serde_json::Value, root: &Path) -> String {
+    if name == "shell" {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let cwd = std::env::current_dir().unwrap_or_else(|_| root.to_path_buf());
+        if let Err(why) = ShellConfig::decode(value, home.as_deref(), &cwd) {
+            return why;
+        }
+    }
+    "not available in this build of iota-host yet".to_string()
+}

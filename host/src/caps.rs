@@ -1,0 +1,205 @@
+//! Host capabilities a component can import, and the one place that decides
+//! whether it may.
+//!
+//! A component's imports are its requested capabilities. [`requested`] reads
+//! them; [`check_grants`] refuses a component that asks for more than its
+//! config grants — before it is ever instantiated. Each capability's host side
+//! is one module: `fs` (WASI preopens of the project root), `ui`, `session`,
+//! `process`.
+
+pub mod fs;
+pub mod process;
+pub mod session;
+pub mod ui;
+
+use crate::config::Capability;
+use crate::session::Session;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+/// Host-side bindings generated from `wit/toolset.wit`.
+#[allow(missing_docs)]
+pub mod bindings {
+    wasmtime::component::bindgen!({
+        path: "../wit",
+        world: "toolset-host",
+    });
+}
+
+/// What a store holds for one call.
+pub struct CallState {
+    pub(crate) wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    pub(crate) limiter: MemoryLimiter,
+    pub(crate) set: String,
+    pub(crate) session: Arc<Session>,
+    pub(crate) ui: Arc<dyn ui::Ui>,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl bindings::iota::toolset::types::Host for CallState {}
+
+/// Caps a store's linear memory; remembers whether the cap was hit so the
+/// error names the limit rather than a bare trap.
+pub struct MemoryLimiter {
+    pub(crate) max: usize,
+    pub(crate) hit: bool,
+}
+
+impl wasmtime::ResourceLimiter for MemoryLimiter {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.max {
+            self.hit = true;
+            wasmtime::bail!("memory limit reached");
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(desired <= 1_000_000)
+    }
+}
+
+/// Bytes a component may write to its stdout or stderr in one call.
+pub const STDIO_CAP: usize = 1 << 20;
+
+/// The linker every toolset is instantiated with: WASI preview 2 plus the
+/// iota interfaces. Linking is not granting: [`check_grants`] has already
+/// refused any component whose imports exceed its grants.
+pub fn linker(engine: &wasmtime::Engine) -> anyhow::Result<Linker<CallState>> {
+    let mut linker = Linker::new(engine);
+    wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+    bindings::ToolsetHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)?;
+    Ok(linker)
+}
+
+/// One import of a component, read as a capability request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Import {
+    /// Always available: WASI clocks, random, I/O streams, cli stdio, and
+    /// the shared `iota:toolset/types`.
+    Baseline(String),
+    /// A grantable capability.
+    Capability(Capability, String),
+    /// Something no toolset may have (sockets, HTTP, unknown interfaces).
+    Forbidden(String),
+}
+
+/// Reads a component's imports.
+pub fn imports(engine: &wasmtime::Engine, component: &Component) -> Vec<Import> {
+    component
+        .component_type()
+        .imports(engine)
+        .map(|(name, _)| classify(name))
+        .collect()
+}
+
+fn classify(name: &str) -> Import {
+    let interface = name.split('@').next().unwrap_or(name);
+    let owned = name.to_string();
+    match interface {
+        "iota:toolset/types" => Import::Baseline(owned),
+        "iota:toolset/ui" => Import::Capability(Capability::Ui, owned),
+        "iota:toolset/session" => Import::Capability(Capability::Session, owned),
+        "iota:toolset/process" => Import::Capability(Capability::Process, owned),
+        i if i.starts_with("wasi:filesystem/") => Import::Capability(Capability::FsRead, owned),
+        i if ["wasi:io/", "wasi:clocks/", "wasi:random/", "wasi:cli/"]
+            .iter()
+            .any(|p| i.starts_with(p)) =>
+        {
+            Import::Baseline(owned)
+        }
+        _ => Import::Forbidden(owned),
+    }
+}
+
+/// The capabilities a component asks for.
+pub fn requested(imports: &[Import]) -> BTreeSet<Capability> {
+    imports
+        .iter()
+        .filter_map(|i| match i {
+            Import::Capability(c, _) => Some(*c),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The single yes-or-no for a component: every import must be baseline or
+/// granted. The error names the toolset, the import, and how to grant it.
+pub fn check_grants(set: &str, imports: &[Import], granted: &BTreeSet<Capability>) -> Result<(), String> {
+    for import in imports {
+        match import {
+            Import::Baseline(_) => {}
+            Import::Forbidden(name) => {
+                return Err(format!(
+                    "toolset {set:?} imports {name}, which iota-host never provides to a toolset"
+                ));
+            }
+            Import::Capability(cap, name) if !granted.contains(cap) => {
+                return Err(format!(
+                    "toolset {set:?} imports {name} ({}), which its config does not grant: add it with `toolsets: {{ {set}: {{ path: ..., grant: [{}] }} }}`",
+                    cap.meaning(),
+                    cap.word()
+                ));
+            }
+            Import::Capability(..) => {}
+        }
+    }
+    Ok(())
+}
+
+/// A bounded pipe for a component's stdout or stderr.
+pub fn stdio_pipe() -> MemoryOutputPipe {
+    MemoryOutputPipe::new(STDIO_CAP)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn imports_are_classified() {
+        assert_eq!(
+            classify("wasi:filesystem/types@0.2.6"),
+            Import::Capability(Capability::FsRead, "wasi:filesystem/types@0.2.6".into())
+        );
+        assert!(matches!(classify("wasi:sockets/tcp@0.2.6"), Import::Forbidden(_)));
+        assert!(matches!(
+            classify("wasi:http/outgoing-handler@0.2.6"),
+            Import::Forbidden(_)
+        ));
+        assert!(matches!(classify("wasi:cli/stderr@0.2.6"), Import::Baseline(_)));
+        assert!(matches!(
+            classify("iota:toolset/process@0.1.0"),
+            Import::Capability(Capability::Process, _)
+        ));
+    }
+
+    #[test]
+    fn ungranted_imports_are_refused_by_name() {
+        let imports = vec![classify("iota:toolset/process@0.1.0")];
+        let granted = BTreeSet::from([Capability::FsRead, Capability::Session]);
+        let err = check_grants("jq", &imports, &granted).unwrap_err();
+        assert!(err.starts_with("toolset \"jq\" imports iota:toolset/process@0.1.0 (run commands in the shell sandbox), which its config does not grant"), "{err}");
+        assert!(err.contains("grant: [process]"));
+        let granted = BTreeSet::from([Capability::Process]);
+        assert!(check_grants("jq", &imports, &granted).is_ok());
+        let sockets = vec![classify("wasi:sockets/tcp@0.2.6")];
+        assert!(
+            check_grants("jq", &sockets, &granted)
+                .unwrap_err()
+                .contains("never provides")
+        );
+    }
+}

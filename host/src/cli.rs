@@ -1,0 +1,261 @@
+//! The command line: parse, load the config and the agent's toolsets, run the
+//! command. Exit codes: 0 all results ok, 1 some result is an error, 2 usage
+//! or config error (message on stderr).
+
+use crate::agent::AgentTools;
+use crate::caps::ui::{NoUi, ScriptedUi, Ui, terminal::TerminalUi};
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::present;
+use crate::round::{Call, Outcome};
+use crate::session::Session;
+use anyhow::{Context as _, Result, bail};
+use clap::{Parser, Subcommand};
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Runs iota's toolsets: WebAssembly components behind a capability jail.
+#[derive(Debug, Parser)]
+#[command(name = "iota-host", version, about)]
+pub struct Cli {
+    /// Config file [default: $IOTA_CONFIG, ./.iota/config.yaml, the embedded default].
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// The agent whose tools to use [default: the only agent, or `default`].
+    #[arg(long, global = true, value_name = "NAME")]
+    pub agent: Option<String>,
+    /// Project root [default: the git root of the working directory, or the working directory].
+    #[arg(long, global = true, value_name = "DIR")]
+    pub root: Option<PathBuf>,
+    /// Nobody is asked: gated calls are refused.
+    #[arg(long, global = true, conflicts_with = "interactive")]
+    pub non_interactive: bool,
+    /// Ask on the terminal even when stdin or stderr is not one.
+    #[arg(long, global = true)]
+    pub interactive: bool,
+    /// Answer every question from a JSON list (approvals, choose, confirm), in order.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub answers: Option<PathBuf>,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List the agent's tools: name, set, description, schema, approval, parallel, presentation.
+    Tools {
+        /// One JSON object per tool.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Call tools in order in one session: TOOL ARGS [TOOL ARGS ...], ARGS a JSON object.
+    Call {
+        /// One JSON object per result, then one per background-job notice.
+        #[arg(long)]
+        json: bool,
+        /// Run the calls as one round: concurrently where every call allows it.
+        #[arg(long)]
+        round: bool,
+        /// TOOL ARGS pairs.
+        #[arg(required = true, num_args = 2.., value_name = "TOOL ARGS")]
+        calls: Vec<String>,
+    },
+    /// Show a component's capabilities, exports, tools and sha256.
+    Inspect {
+        /// The component.
+        file: PathBuf,
+        /// Machine-readable output.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print the system-prompt text the enabled sets contribute.
+    Prompt,
+}
+
+/// A failure that exits with status 2.
+struct UsageError(anyhow::Error);
+
+/// Runs the CLI; returns the process exit code.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => code,
+        Err(UsageError(err)) => {
+            eprintln!("iota-host: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<ExitCode, UsageError> {
+    let engine = Engine::new().map_err(UsageError)?;
+    if let Command::Inspect { file, json } = &cli.command {
+        let config = Config::discover(cli.config.as_deref()).ok();
+        let report = crate::inspect::inspect(&engine, file, config.as_ref()).map_err(UsageError)?;
+        if *json {
+            println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
+        } else {
+            print!("{}", crate::inspect::render(&report));
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    let config = Config::discover(cli.config.as_deref()).map_err(UsageError)?;
+    let agent = config.agent(cli.agent.as_deref()).map_err(UsageError)?;
+    let root = project_root(cli.root.as_deref()).map_err(UsageError)?;
+    let (tools, warnings) = AgentTools::load(&engine, &config, agent, &root).map_err(UsageError)?;
+    for warning in &warnings {
+        eprintln!("iota-host: warning: {warning}");
+    }
+    let ui = choose_ui(&cli).map_err(UsageError)?;
+
+    match cli.command {
+        Command::Tools { json } => {
+            print_tools(&tools, json);
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Prompt => {
+            let prompt = tools.prompt();
+            if !prompt.is_empty() {
+                println!("{prompt}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Call { json, round, calls } => {
+            let calls = parse_calls(&calls).map_err(UsageError)?;
+            let session = Arc::new(Session::new());
+            let outcomes = if round {
+                tools.round(&session, &ui, &calls)
+            } else {
+                calls.iter().map(|call| tools.call(&session, &ui, call)).collect()
+            };
+            print_outcomes(&outcomes, json);
+            let failed = outcomes.iter().any(|o| o.result.is_error);
+            Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+        }
+        Command::Inspect { .. } => unreachable!("handled above"),
+    }
+}
+
+/// `--root`, else the git root of the working directory, else the working
+/// directory; canonical, so the jail and the preopens agree on one path.
+fn project_root(explicit: Option<&Path>) -> Result<PathBuf> {
+    let start = match explicit {
+        Some(dir) => dir.to_path_buf(),
+        None => {
+            let cwd = std::env::current_dir().context("cannot read the working directory")?;
+            cwd.ancestors()
+                .find(|d| d.join(".git").exists())
+                .map(Path::to_path_buf)
+                .unwrap_or(cwd)
+        }
+    };
+    let root =
+        std::fs::canonicalize(&start).with_context(|| format!("project root {} does not exist", start.display()))?;
+    if !root.is_dir() {
+        bail!("project root {} is not a directory", root.display());
+    }
+    Ok(root)
+}
+
+/// Scripted answers when given; else the terminal when interactive (stdin and
+/// stderr are terminals, unless forced); else nobody.
+fn choose_ui(cli: &Cli) -> Result<Arc<dyn Ui>> {
+    if cli.non_interactive {
+        return Ok(Arc::new(NoUi));
+    }
+    if let Some(path) = &cli.answers {
+        return Ok(Arc::new(ScriptedUi::from_file(path)?));
+    }
+    let terminal = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    if cli.interactive || terminal {
+        Ok(Arc::new(TerminalUi::new()))
+    } else {
+        Ok(Arc::new(NoUi))
+    }
+}
+
+fn parse_calls(words: &[String]) -> Result<Vec<Call>> {
+    if words.len() % 2 != 0 {
+        bail!(
+            "call takes TOOL ARGS pairs, ARGS a JSON object (e.g. read_file '{{\"path\":\"README.md\"}}'); got an odd number of words"
+        );
+    }
+    words
+        .chunks(2)
+        .map(|pair| {
+            let (tool, args) = (&pair[0], &pair[1]);
+            match serde_json::from_str::<serde_json::Value>(args) {
+                Ok(serde_json::Value::Object(_)) => Ok(Call {
+                    tool: tool.clone(),
+                    args: args.clone(),
+                }),
+                _ => bail!("the arguments of {tool} must be a JSON object, got: {args}"),
+            }
+        })
+        .collect()
+}
+
+fn print_tools(tools: &AgentTools, json: bool) {
+    let mut out = std::io::stdout().lock();
+    for (set, tool) in tools.tools() {
+        let parameters: serde_json::Value = serde_json::from_str(&tool.parameters).unwrap_or(serde_json::Value::Null);
+        if json {
+            let value = serde_json::json!({
+                "name": tool.name, "set": set.name(), "description": tool.description,
+                "parameters": parameters, "approval": tool.approval.word(), "parallel": tool.parallel,
+                "presentation": tool.presentation.word(), "read_only": tool.read_only,
+            });
+            let _ = writeln!(out, "{value}");
+        } else {
+            let _ = writeln!(
+                out,
+                "{} ({}): approval {}, {}, {}\n  {}\n  parameters: {}",
+                tool.name,
+                set.name(),
+                tool.approval.word(),
+                if tool.parallel { "parallel" } else { "serial" },
+                tool.presentation.word(),
+                tool.description,
+                parameters
+            );
+        }
+    }
+}
+
+/// Text mode: stdout is exactly what the model reads; the header (and a
+/// writer's diff) go to stderr when it is a terminal. JSON mode: one object
+/// per result.
+fn print_outcomes(outcomes: &[Outcome], json: bool) {
+    let mut out = std::io::stdout().lock();
+    let stderr_terminal = std::io::stderr().is_terminal();
+    for outcome in outcomes {
+        let result = &outcome.result;
+        if json {
+            let mut value = serde_json::json!({
+                "tool": outcome.tool, "header": result.header, "presentation": outcome.presentation.word(),
+                "text": result.text, "is_error": result.is_error,
+            });
+            if let Some(diff) = &result.diff {
+                value["diff"] = diff.clone().into();
+            }
+            let _ = writeln!(out, "{value}");
+            continue;
+        }
+        if stderr_terminal {
+            eprintln!("{}", present::header(&result.header, present::colour(true)));
+            if let Some(diff) = &result.diff {
+                eprintln!("{diff}");
+            }
+        }
+        let _ = out.write_all(result.text.as_bytes());
+        if !result.text.ends_with('\n') {
+            let _ = out.write_all(b"\n");
+        }
+    }
+    let _ = out.flush();
+}

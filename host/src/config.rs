@@ -1,0 +1,489 @@
+//! The YAML config: agents, their `tools:`, and where Wasm toolsets come from.
+//!
+//! The rules are the spec's: key presence enables a set; any YAML 1.1 false
+//! spelling (false, no, off) disables it; a set name that is neither built-in
+//! nor declared under `toolsets:` fails the load; a set value that does not
+//! decode is a startup warning (`toolset "NAME": … (ignored)`) and the set is
+//! left out. Per-set keys of the Wasm sets are decoded by the component itself
+//! (its `describe`), so each set's rules live with the set.
+
+use anyhow::{Context as _, Result, bail};
+use iota_toolset::config::{YAML11_FALSE, YAML11_TRUE};
+use serde_yaml::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The built-in toolsets, in the order the spec lists them.
+pub const BUILTIN_SETS: [&str; 4] = ["shell", "code", "skills", "ask"];
+
+/// The config used when no file is named or found.
+pub const EMBEDDED_DEFAULT: &str = include_str!("default-config.yaml");
+
+/// A loaded config file.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Where it came from: a path, or `(embedded default)`.
+    pub origin: String,
+    /// Agents by name, in file order.
+    pub agents: Vec<Agent>,
+    /// Declared Wasm toolsets by name.
+    pub toolsets: BTreeMap<String, ToolsetDecl>,
+}
+
+/// One entry under `agents:`.
+#[derive(Debug, Clone)]
+pub struct Agent {
+    /// Its name.
+    pub name: String,
+    /// `mode:`, when given (`agent` and `bot` enable skills on their own).
+    pub mode: Option<String>,
+    /// `tools:` entries in file order: the set name and its raw value.
+    pub tools: Vec<(String, Value)>,
+}
+
+/// Which capabilities a toolset may use beyond the baseline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Capability {
+    /// Read the project root (WASI preopen, read-only).
+    FsRead,
+    /// Write the project root, for approved calls of tools that write.
+    FsWrite,
+    /// Keep per-session state.
+    Session,
+    /// Ask the user questions.
+    Ui,
+    /// Run sandboxed commands.
+    Process,
+}
+
+impl Capability {
+    /// The word used in config (`grant: [...]`) and in messages.
+    pub fn word(self) -> &'static str {
+        match self {
+            Capability::FsRead => "read",
+            Capability::FsWrite => "write",
+            Capability::Session => "session",
+            Capability::Ui => "ui",
+            Capability::Process => "process",
+        }
+    }
+
+    /// What it lets a component do, for `inspect`.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Capability::FsRead => "read files under the project root",
+            Capability::FsWrite => "create and change files under the project root (approved calls only)",
+            Capability::Session => "keep state across the calls of one session",
+            Capability::Ui => "ask the user questions",
+            Capability::Process => "run commands in the shell sandbox",
+        }
+    }
+
+    fn parse(word: &str) -> Option<Capability> {
+        [
+            Capability::FsRead,
+            Capability::FsWrite,
+            Capability::Session,
+            Capability::Ui,
+            Capability::Process,
+        ]
+        .into_iter()
+        .find(|c| c.word() == word)
+    }
+}
+
+/// Resource limits of one Wasm toolset's calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Wall-clock budget of one call, enforced by epoch interruption.
+    pub timeout: Duration,
+    /// Linear memory a call may grow to, in bytes.
+    pub memory: u64,
+}
+
+impl Default for Limits {
+    /// 60 s and 1 GiB: a grep over a large tree fits, a runaway does not.
+    fn default() -> Self {
+        Limits {
+            timeout: Duration::from_secs(60),
+            memory: 1 << 30,
+        }
+    }
+}
+
+/// An entry under `toolsets:`.
+#[derive(Debug, Clone)]
+pub struct ToolsetDecl {
+    /// The `.wasm` file, absolute (relative paths are against the config file).
+    pub path: PathBuf,
+    /// Explicit grants; `None` means the defaults (read, session).
+    pub grant: Option<Vec<Capability>>,
+    /// Per-call limits.
+    pub limits: Limits,
+}
+
+/// What the config says about one set of an agent.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SetValue {
+    /// Present and enabled; the value as JSON (`null` for an empty value).
+    Enabled(serde_json::Value),
+    /// Present with a YAML 1.1 false spelling.
+    Disabled,
+}
+
+impl Config {
+    /// Reads the config: `explicit` when given, else `$IOTA_CONFIG`, else
+    /// `./.iota/config.yaml`, else the embedded default.
+    pub fn discover(explicit: Option<&Path>) -> Result<Config> {
+        let path = explicit
+            .map(Path::to_path_buf)
+            .or_else(|| {
+                std::env::var_os("IOTA_CONFIG")
+                    .filter(|v| !v.is_empty())
+                    .map(PathBuf::from)
+            })
+            .or_else(|| Some(PathBuf::from(".iota/config.yaml")).filter(|p| p.is_file()));
+        match path {
+            Some(path) => {
+                let text =
+                    std::fs::read_to_string(&path).with_context(|| format!("cannot read config {}", path.display()))?;
+                let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+                let base = if base.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    base
+                };
+                Config::parse(&text, &path.display().to_string(), &base)
+            }
+            None => Config::parse(EMBEDDED_DEFAULT, "(embedded default)", Path::new(".")),
+        }
+    }
+
+    /// Parses config text; `base` resolves relative toolset paths.
+    pub fn parse(text: &str, origin: &str, base: &Path) -> Result<Config> {
+        let doc: Value = serde_yaml::from_str(text).with_context(|| format!("config {origin} is not valid YAML"))?;
+        let doc = match doc {
+            Value::Mapping(m) => m,
+            Value::Null => Default::default(),
+            _ => bail!("config {origin}: the top level must be a mapping with an agents: key"),
+        };
+        let mut agents = Vec::new();
+        let mut toolsets = BTreeMap::new();
+        for (key, value) in doc {
+            match key.as_str() {
+                Some("agents") => agents = parse_agents(value, origin)?,
+                Some("toolsets") => toolsets = parse_toolsets(value, origin, base)?,
+                Some(other) => bail!("config {origin}: unknown top-level key {other:?} (expected agents, toolsets)"),
+                None => bail!("config {origin}: top-level keys must be strings"),
+            }
+        }
+        let config = Config {
+            origin: origin.to_string(),
+            agents,
+            toolsets,
+        };
+        for agent in &config.agents {
+            for (set, _) in &agent.tools {
+                config.check_set_name(&agent.name, set)?;
+            }
+        }
+        Ok(config)
+    }
+
+    fn check_set_name(&self, agent: &str, set: &str) -> Result<()> {
+        if BUILTIN_SETS.contains(&set) || self.toolsets.contains_key(set) {
+            return Ok(());
+        }
+        if set == "agent" {
+            bail!(
+                "config {}: agent {agent:?}: toolset \"agent\" was renamed to \"skills\": write skills: under tools:",
+                self.origin
+            );
+        }
+        bail!(
+            "config {}: agent {agent:?}: unknown toolset {set:?}: the built-in sets are shell, code, skills and ask; declare others under toolsets:",
+            self.origin
+        )
+    }
+
+    /// The agent named `name`, or the one to use when none is named: the only
+    /// agent, else the one called `default`.
+    pub fn agent(&self, name: Option<&str>) -> Result<&Agent> {
+        let names = || {
+            self.agents
+                .iter()
+                .map(|a| a.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if let Some(name) = name {
+            return self
+                .agents
+                .iter()
+                .find(|a| a.name == name)
+                .with_context(|| format!("config {}: no agent {name:?} (agents: {})", self.origin, names()));
+        }
+        match self.agents.as_slice() {
+            [] => bail!("config {}: no agents are defined", self.origin),
+            [only] => Ok(only),
+            many => many.iter().find(|a| a.name == "default").with_context(|| {
+                format!(
+                    "config {}: several agents ({}): choose one with --agent",
+                    self.origin,
+                    names()
+                )
+            }),
+        }
+    }
+}
+
+impl Agent {
+    /// The value of each set named under `tools:`, in file order.
+    pub fn sets(&self) -> Vec<(String, SetValue)> {
+        self.tools
+            .iter()
+            .map(|(name, value)| (name.clone(), set_value(value)))
+            .collect()
+    }
+
+    /// Whether `mode:` enables skills on its own.
+    pub fn mode_enables_skills(&self) -> bool {
+        matches!(self.mode.as_deref(), Some("agent" | "bot"))
+    }
+}
+
+/// Reads one set's value: a YAML 1.1 false spelling disables it, a true
+/// spelling or an empty value means the defaults, anything else is passed on.
+pub fn set_value(value: &Value) -> SetValue {
+    match value {
+        Value::Bool(false) => SetValue::Disabled,
+        Value::String(s) if YAML11_FALSE.contains(&s.as_str()) => SetValue::Disabled,
+        Value::Bool(true) => SetValue::Enabled(serde_json::Value::Null),
+        Value::String(s) if YAML11_TRUE.contains(&s.as_str()) => SetValue::Enabled(serde_json::Value::Null),
+        other => SetValue::Enabled(yaml_to_json(other)),
+    }
+}
+
+/// Converts a YAML value to JSON for a component's `config` (tags dropped,
+/// non-string keys written as YAML).
+pub fn yaml_to_json(value: &Value) -> serde_json::Value {
+    match value {
+        Value::Null => serde_json::Value::Null,
+        Value::Bool(b) => serde_json::Value::Bool(*b),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                i.into()
+            } else if let Some(u) = n.as_u64() {
+                u.into()
+            } else {
+                n.as_f64()
+                    .and_then(serde_json::Number::from_f64)
+                    .map_or(serde_json::Value::Null, Into::into)
+            }
+        }
+        Value::String(s) => serde_json::Value::String(s.clone()),
+        Value::Sequence(items) => items.iter().map(yaml_to_json).collect(),
+        Value::Mapping(map) => map
+            .iter()
+            .map(|(k, v)| {
+                let key = match k {
+                    Value::String(s) => s.clone(),
+                    other => serde_yaml::to_string(other).unwrap_or_default().trim_end().to_string(),
+                };
+                (key, yaml_to_json(v))
+            })
+            .collect(),
+        Value::Tagged(tagged) => yaml_to_json(&tagged.value),
+    }
+}
+
+fn parse_agents(value: Value, origin: &str) -> Result<Vec<Agent>> {
+    let map = match value {
+        Value::Mapping(m) => m,
+        Value::Null => return Ok(Vec::new()),
+        _ => bail!("config {origin}: agents: must be a mapping of agent names"),
+    };
+    let mut agents = Vec::new();
+    for (name, body) in map {
+        let name = name
+            .as_str()
+            .with_context(|| format!("config {origin}: agent names must be strings"))?
+            .to_string();
+        let mut agent = Agent {
+            name: name.clone(),
+            mode: None,
+            tools: Vec::new(),
+        };
+        let body = match body {
+            Value::Mapping(m) => m,
+            Value::Null => Default::default(),
+            _ => bail!("config {origin}: agent {name:?} must be a mapping (model, mode, tools)"),
+        };
+        for (key, value) in body {
+            match key.as_str() {
+                Some("tools") => match value {
+                    Value::Mapping(tools) => {
+                        for (set, set_value) in tools {
+                            let set = set.as_str().with_context(|| {
+                                format!("config {origin}: agent {name:?}: toolset names must be strings")
+                            })?;
+                            agent.tools.push((set.to_string(), set_value));
+                        }
+                    }
+                    Value::Null => {}
+                    _ => bail!("config {origin}: agent {name:?}: tools: must be a mapping of toolset names"),
+                },
+                Some("mode") => agent.mode = value.as_str().map(str::to_string),
+                // model and the rest of an agent's keys belong to iota, not the host.
+                _ => {}
+            }
+        }
+        agents.push(agent);
+    }
+    Ok(agents)
+}
+
+fn parse_toolsets(value: Value, origin: &str, base: &Path) -> Result<BTreeMap<String, ToolsetDecl>> {
+    let map = match value {
+        Value::Mapping(m) => m,
+        Value::Null => return Ok(BTreeMap::new()),
+        _ => bail!("config {origin}: toolsets: must be a mapping of toolset names"),
+    };
+    let mut out = BTreeMap::new();
+    for (name, decl) in map {
+        let name = name
+            .as_str()
+            .with_context(|| format!("config {origin}: toolset names must be strings"))?
+            .to_string();
+        let context = |what: &str| format!("config {origin}: toolsets: {name}: {what}");
+        let decl = match decl {
+            Value::String(path) => ToolsetDecl {
+                path: base.join(path),
+                grant: None,
+                limits: Limits::default(),
+            },
+            Value::Mapping(map) => {
+                let mut path = None;
+                let mut grant = None;
+                let mut limits = Limits::default();
+                for (key, value) in map {
+                    match key.as_str() {
+                        Some("path") => {
+                            path = Some(base.join(value.as_str().with_context(|| context("path must be a string"))?))
+                        }
+                        Some("grant") => {
+                            let words: Vec<String> = serde_yaml::from_value(value)
+                                .with_context(|| context("grant must be a list of capabilities"))?;
+                            let mut caps = Vec::new();
+                            for word in words {
+                                caps.push(Capability::parse(&word).with_context(|| {
+                                    context(&format!(
+                                        "unknown capability {word:?} (read, write, session, ui, process)"
+                                    ))
+                                })?);
+                            }
+                            grant = Some(caps);
+                        }
+                        Some("limits") => limits = parse_limits(value).with_context(|| context("limits"))?,
+                        _ => bail!(context(&format!(
+                            "unknown key {:?} (path, grant, limits)",
+                            key.as_str().unwrap_or("?")
+                        ))),
+                    }
+                }
+                let path = path.with_context(|| context("path is required"))?;
+                ToolsetDecl { path, grant, limits }
+            }
+            _ => bail!(context("must be a path or a mapping (path, grant, limits)")),
+        };
+        out.insert(name, decl);
+    }
+    Ok(out)
+}
+
+fn parse_limits(value: Value) -> Result<Limits> {
+    let mut limits = Limits::default();
+    let Value::Mapping(map) = value else {
+        bail!("must be a mapping (timeout, memory)")
+    };
+    for (key, value) in map {
+        match key.as_str() {
+            Some("timeout") => {
+                let secs = value
+                    .as_f64()
+                    .filter(|s| *s > 0.0)
+                    .context("timeout must be a positive number of seconds")?;
+                limits.timeout = Duration::from_secs_f64(secs);
+            }
+            Some("memory") => {
+                let mib = value
+                    .as_u64()
+                    .filter(|m| *m > 0)
+                    .context("memory must be a positive number of MiB")?;
+                limits.memory = mib << 20;
+            }
+            _ => bail!("unknown key {:?} (timeout, memory)", key.as_str().unwrap_or("?")),
+        }
+    }
+    Ok(limits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Config> {
+        Config::parse(text, "test.yaml", Path::new("/cfg"))
+    }
+
+    #[test]
+    fn false_spellings_disable_and_empty_values_enable() {
+        let config =
+            parse("agents:\n  a:\n    tools:\n      code:\n      ask: no\n      shell: off\n      skills: False\n")
+                .unwrap();
+        let sets = config.agent(None).unwrap().sets();
+        assert_eq!(sets[0], ("code".into(), SetValue::Enabled(serde_json::Value::Null)));
+        assert!(sets[1..].iter().all(|(_, v)| *v == SetValue::Disabled));
+    }
+
+    #[test]
+    fn unknown_sets_fail_the_load() {
+        let err = parse("agents:\n  a:\n    tools:\n      bogus:\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("unknown toolset \"bogus\""), "{err}");
+        let err = parse("agents:\n  a:\n    tools:\n      agent:\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("renamed to \"skills\""), "{err}");
+        assert!(parse("toolsets:\n  jq: ./jq.wasm\nagents:\n  a:\n    tools:\n      jq:\n").is_ok());
+    }
+
+    #[test]
+    fn toolset_declarations_resolve_against_the_config_file() {
+        let config =
+            parse("toolsets:\n  jq: { path: jq.wasm, grant: [process], limits: { timeout: 2, memory: 64 } }\n")
+                .unwrap();
+        let jq = &config.toolsets["jq"];
+        assert_eq!(jq.path, Path::new("/cfg/jq.wasm"));
+        assert_eq!(jq.grant, Some(vec![Capability::Process]));
+        assert_eq!(
+            jq.limits,
+            Limits {
+                timeout: Duration::from_secs(2),
+                memory: 64 << 20
+            }
+        );
+        assert!(parse("toolsets:\n  jq: { path: a.wasm, grant: [sockets] }\n").is_err());
+    }
+
+    #[test]
+    fn agent_choice() {
+        let config = parse("agents:\n  a: {}\n  default: {}\n").unwrap();
+        assert_eq!(config.agent(None).unwrap().name, "default");
+        assert!(config.agent(Some("zzz")).is_err());
+        let config = parse("agents:\n  a: {}\n  b: {}\n").unwrap();
+        assert!(config.agent(None).unwrap_err().to_string().contains("--agent"));
+    }
+}

@@ -1,0 +1,143 @@
+//! The wasmtime engine: one per process, epoch interruption for per-call
+//! deadlines, and an on-disk cache of compiled components.
+//!
+//! Compiling a component takes about a second; loading a cached one takes
+//! milliseconds. The cache key is sha256 of the Wasm bytes plus wasmtime's
+//! precompile-compatibility hash, so a new wasmtime or different settings
+//! never load a stale artifact.
+
+use anyhow::{Context as _, Result};
+use sha2::{Digest, Sha256};
+use std::hash::{Hash, Hasher};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use wasmtime::component::Component;
+
+/// How often the epoch advances: the resolution of every deadline.
+pub const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// The engine and what it needs around it.
+#[derive(Clone)]
+pub struct Engine {
+    inner: wasmtime::Engine,
+    cache_dir: Option<PathBuf>,
+    _ticker: Arc<Ticker>,
+}
+
+/// Stops the epoch thread when the last engine handle goes.
+struct Ticker {
+    stop: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Drop for Ticker {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+impl Engine {
+    /// An engine with epoch interruption on and a ticker thread driving it.
+    pub fn new() -> Result<Engine> {
+        let mut config = wasmtime::Config::new();
+        config.epoch_interruption(true);
+        config.wasm_component_model(true);
+        let inner = wasmtime::Engine::new(&config)?;
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let weak = inner.weak();
+        let thread_stop = stop.clone();
+        std::thread::Builder::new().name("iota-epoch".into()).spawn(move || {
+            // Holding a weak handle lets the engine drop while the thread sleeps.
+            while !thread_stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(EPOCH_TICK);
+                match weak.upgrade() {
+                    Some(engine) => engine.increment_epoch(),
+                    None => break,
+                }
+            }
+        })?;
+        Ok(Engine {
+            inner,
+            cache_dir: cache_dir(),
+            _ticker: Arc::new(Ticker { stop }),
+        })
+    }
+
+    /// The wasmtime engine.
+    pub fn wasmtime(&self) -> &wasmtime::Engine {
+        &self.inner
+    }
+
+    /// Deadline ticks for a timeout.
+    pub fn ticks(timeout: Duration) -> u64 {
+        (timeout.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64
+    }
+
+    /// Compiles `wasm` (named `name` in messages), or loads the cached result.
+    pub fn component(&self, name: &str, wasm: &[u8]) -> Result<Component> {
+        let cached = self.cache_dir.as_ref().map(|dir| dir.join(self.cache_key(wasm)));
+        if let Some(path) = &cached {
+            if path.is_file() {
+                // SAFETY: the file was written by `Component::serialize` of this
+                // engine configuration (the key includes its compatibility hash)
+                // into the user's own cache directory.
+                if let Ok(component) = unsafe { Component::deserialize_file(&self.inner, path) } {
+                    return Ok(component);
+                }
+            }
+        }
+        let progress = std::io::stderr().is_terminal().then(|| {
+            let bar = indicatif::ProgressBar::new_spinner();
+            bar.set_message(format!("compiling toolset {name} (first run; cached after)"));
+            bar.enable_steady_tick(Duration::from_millis(100));
+            bar
+        });
+        let component = Component::new(&self.inner, wasm)
+            .map_err(anyhow::Error::from)
+            .with_context(|| format!("toolset {name:?}: not a valid component"));
+        if let Some(bar) = progress {
+            bar.finish_and_clear();
+        }
+        let component = component?;
+        if let Some(path) = &cached {
+            // A cache that cannot be written only costs the next start a compile.
+            let _ = store_atomically(path, &component.serialize()?);
+        }
+        Ok(component)
+    }
+
+    fn cache_key(&self, wasm: &[u8]) -> String {
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.inner.precompile_compatibility_hash().hash(&mut hasher);
+        format!("{}-{:016x}.cwasm", sha256_hex(wasm), hasher.finish())
+    }
+}
+
+/// Hex sha256 of `bytes`.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// `$IOTA_CACHE_DIR`, else `$XDG_CACHE_HOME/iota-host`, else
+/// `~/.cache/iota-host`; created private (0700).
+fn cache_dir() -> Option<PathBuf> {
+    let env = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let dir = env("IOTA_CACHE_DIR")
+        .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("iota-host")))
+        .or_else(|| env("HOME").map(|h| h.join(".cache").join("iota-host")))?;
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(&dir).ok()?;
+    Some(dir)
+}
+
+fn store_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}

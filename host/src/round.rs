@@ -1,0 +1,106 @@
+//! A round: the calls a model issues together. Spec: "the calls a round issues
+//! together run concurrently only when every one of them says it may; results
+//! come back in call order regardless."
+
+use crate::agent::AgentTools;
+use crate::approval::{self, Decision};
+use crate::caps::ui::Ui;
+use crate::session::Session;
+use crate::toolset::{Approval, Presentation, ToolResult};
+use std::sync::Arc;
+
+/// One call: a tool name and its JSON arguments text.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// The tool's name.
+    pub tool: String,
+    /// The arguments object, as JSON text.
+    pub args: String,
+}
+
+/// One call's outcome, in the round's call order.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The tool called.
+    pub tool: String,
+    /// The set that offers it (none for an unknown tool).
+    pub set: Option<String>,
+    /// How it is shown.
+    pub presentation: Presentation,
+    /// What the gate decided.
+    pub decision: Decision,
+    /// The result.
+    pub result: ToolResult,
+}
+
+impl AgentTools {
+    /// Runs one call through the gate and its toolset.
+    pub fn call(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, call: &Call) -> Outcome {
+        let Some((set, spec)) = self.find(&call.tool) else {
+            return Outcome {
+                tool: call.tool.clone(),
+                set: None,
+                presentation: Presentation::Group,
+                decision: Decision::NotNeeded,
+                result: ToolResult::failure(&call.tool, format!("unknown tool: {}", call.tool)),
+            };
+        };
+        let header = header_guess(&call.tool, &call.args);
+        let decision = approval::gate(set, spec, session, ui, &call.args, &header);
+        let result = match &decision {
+            Decision::Refused(text) => ToolResult {
+                text: text.clone(),
+                is_error: true,
+                header,
+                diff: None,
+            },
+            _ => set.invoke(session, ui, &call.tool, &call.args),
+        };
+        Outcome {
+            tool: call.tool.clone(),
+            set: Some(set.name().to_string()),
+            presentation: spec.presentation,
+            decision,
+            result,
+        }
+    }
+
+    /// Runs a round: concurrently when every call may run in parallel and
+    /// none needs asking, otherwise one after another (each gated just before
+    /// it runs). Outcomes are in call order either way.
+    pub fn round(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, calls: &[Call]) -> Vec<Outcome> {
+        let concurrent = calls.len() > 1
+            && calls.iter().all(|c| {
+                self.find(&c.tool).is_some_and(|(set, spec)| {
+                    spec.parallel && (spec.approval == Approval::Never || session.is_approved(set.name(), &spec.name))
+                })
+            });
+        if !concurrent {
+            return calls.iter().map(|c| self.call(session, ui, c)).collect();
+        }
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = calls
+                .iter()
+                .map(|c| scope.spawn(move || self.call(session, ui, c)))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("a call thread panicked"))
+                .collect()
+        })
+    }
+}
+
+/// The header shown in an approval question before the call has run: the
+/// tool and its `path` (or `pattern`) argument, as the file tools head their
+/// results.
+fn header_guess(tool: &str, args: &str) -> String {
+    let value: serde_json::Value = serde_json::from_str(args).unwrap_or_default();
+    match ["path", "pattern", "command"]
+        .iter()
+        .find_map(|k| value.get(k).and_then(|v| v.as_str()))
+    {
+        Some(subject) => format!("{tool} {subject}"),
+        None => tool.to_string(),
+    }
+}

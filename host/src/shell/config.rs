@@ -1,0 +1,131 @@
+//! `tools.shell` in the config file.
+//!
+//! Spec: sandbox (auto | off, default auto; an empty value reads as auto;
+//! anything else refuses the set: sandbox must be "auto" or "off", got "on"),
+//! network (boolean, false), auto_run (boolean, false), write (extra
+//! sandbox-writable directories: a leading ~ alone or ~/ is the home
+//! directory, a relative path is made absolute against the process working
+//! directory, empties are dropped). A value that is not a mapping: config must
+//! be a mapping (sandbox, network, auto_run, write): <decode error>.
+
+use iota_toolset::config::yaml11_bool;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// Whether calls are sandboxed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SandboxMode {
+    /// Sandbox every call where the OS has a sandbox.
+    #[default]
+    Auto,
+    /// Never sandbox.
+    Off,
+}
+
+/// The decoded shell configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ShellConfig {
+    /// `sandbox:`.
+    pub sandbox: SandboxMode,
+    /// `network:`.
+    pub network: bool,
+    /// `auto_run:`.
+    pub auto_run: bool,
+    /// `write:`, made absolute, empties dropped.
+    pub write: Vec<PathBuf>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct Raw {
+    sandbox: Option<serde_json::Value>,
+    #[serde(deserialize_with = "yaml11_bool")]
+    network: bool,
+    #[serde(deserialize_with = "yaml11_bool")]
+    auto_run: bool,
+    write: Option<Vec<Option<String>>>,
+}
+
+impl ShellConfig {
+    /// Decodes the set's value (as JSON); `home` and `cwd` expand `write:`.
+    pub fn decode(value: &serde_json::Value, home: Option<&Path>, cwd: &Path) -> Result<ShellConfig, String> {
+        let raw: Raw = iota_toolset::config::decode(&value.to_string(), "sandbox, network, auto_run, write")?;
+        let sandbox = match &raw.sandbox {
+            None | Some(serde_json::Value::Null) => SandboxMode::Auto,
+            Some(serde_json::Value::String(s)) if s.is_empty() || s == "auto" => SandboxMode::Auto,
+            Some(serde_json::Value::String(s)) if s == "off" => SandboxMode::Off,
+            Some(serde_json::Value::String(s)) => {
+                return Err(format!("sandbox must be \"auto\" or \"off\", got \"{s}\""));
+            }
+            Some(other) => return Err(format!("sandbox must be \"auto\" or \"off\", got \"{other}\"")),
+        };
+        let write = raw
+            .write
+            .unwrap_or_default()
+            .into_iter()
+            .flatten()
+            .filter(|p| !p.is_empty())
+            .map(|p| expand(&p, home, cwd))
+            .collect();
+        Ok(ShellConfig {
+            sandbox,
+            network: raw.network,
+            auto_run: raw.auto_run,
+            write,
+        })
+    }
+}
+
+fn expand(path: &str, home: Option<&Path>, cwd: &Path) -> PathBuf {
+    let path = match (path, home) {
+        ("~", Some(home)) => home.to_path_buf(),
+        (p, Some(home)) if p.starts_with("~/") => home.join(&p[2..]),
+        (p, _) => PathBuf::from(p),
+    };
+    if path.is_absolute() { path } else { cwd.join(path) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn decode(v: serde_json::Value) -> Result<ShellConfig, String> {
+        ShellConfig::decode(&v, Some(Path::new("/home/u")), Path::new("/work"))
+    }
+
+    #[test]
+    fn sandbox_values() {
+        assert_eq!(decode(json!(null)).unwrap().sandbox, SandboxMode::Auto);
+        assert_eq!(decode(json!({"sandbox": ""})).unwrap().sandbox, SandboxMode::Auto);
+        assert_eq!(decode(json!({"sandbox": "off"})).unwrap().sandbox, SandboxMode::Off);
+        assert_eq!(
+            decode(json!({"sandbox": "on"})).unwrap_err(),
+            "sandbox must be \"auto\" or \"off\", got \"on\""
+        );
+    }
+
+    #[test]
+    fn write_paths_expand() {
+        let c = decode(json!({"write": ["~", "~/.cache", "rel", "", "/abs"]})).unwrap();
+        let want: Vec<PathBuf> = ["/home/u", "/home/u/.cache", "/work/rel", "/abs"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(c.write, want);
+    }
+
+    #[test]
+    fn non_mappings_are_refused() {
+        let err = decode(json!(5)).unwrap_err();
+        assert_eq!(
+            err,
+            "config must be a mapping (sandbox, network, auto_run, write): invalid type: number `5`, expected a mapping"
+        );
+        assert!(
+            decode(json!({"network": "maybe"}))
+                .unwrap_err()
+                .starts_with("config must be a mapping (sandbox, network, auto_run, write): ")
+        );
+    }
+}

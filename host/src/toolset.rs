@@ -1,0 +1,56 @@
+//! What the host knows of a toolset, whatever runs it: its tools and how to
+//! call them. Wasm components ([`crate::wasm_toolset`]) implement it; the
+//! native shell set will too.
+
+use crate::caps::ui::Ui;
+use crate::session::Session;
+use std::sync::Arc;
+
+pub use crate::caps::bindings::iota::toolset::types::{Approval, Presentation, ToolResult, ToolSpec};
+
+/// A loaded, configured toolset.
+pub trait Toolset: Send + Sync {
+    /// The set's name under `tools:`.
+    fn name(&self) -> &str;
+    /// The tools it offers with this configuration.
+    fn tools(&self) -> &[ToolSpec];
+    /// What it adds to the system prompt.
+    fn prompt(&self) -> Option<String>;
+    /// What a call would change, computed without changing anything.
+    fn preview(&self, session: &Arc<Session>, tool: &str, args: &str) -> Option<String>;
+    /// Runs one call that has passed the approval gate.
+    fn invoke(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, tool: &str, args: &str) -> ToolResult;
+}
+
+impl ToolResult {
+    /// A failed call whose header is the tool's name.
+    pub fn failure(tool: &str, text: impl Into<String>) -> ToolResult {
+        ToolResult {
+            text: text.into(),
+            is_error: true,
+            header: tool.to_string(),
+            diff: None,
+        }
+    }
+}
+
+impl Presentation {
+    /// The word used in `--json` output and docs.
+    pub fn word(self) -> &'static str {
+        match self {
+            Presentation::Group => "group",
+            Presentation::Expanded => "expanded",
+            Presentation::Surface => "surface",
+        }
+    }
+}
+
+impl Approval {
+    /// The word used in `--json` output and docs.
+    pub fn word(self) -> &'static str {
+        match self {
+            Approval::Never => "never",
+            Approval::Required => "required",
+        }
+    }
+}

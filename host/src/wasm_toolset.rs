@@ -1,0 +1,243 @@
+//! A toolset that is a WebAssembly component: checked against its grants and
+//! pre-instantiated once at load, then a fresh store and instance per call, so
+//! calls are isolated and parallel-safe and all state lives in the host.
+
+use crate::caps::bindings::ToolsetHostPre;
+use crate::caps::bindings::iota::toolset::types::Context;
+use crate::caps::fs::{self, FsAccess};
+use crate::caps::ui::Ui;
+use crate::caps::{self, CallState, MemoryLimiter};
+use crate::config::{Capability, Limits};
+use crate::engine::Engine;
+use crate::session::Session;
+use crate::toolset::{ToolResult, ToolSpec, Toolset};
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+use wasmtime::{Store, Trap};
+use wasmtime_wasi::WasiCtxBuilder;
+
+/// Why a toolset could not be loaded.
+#[derive(Debug)]
+pub enum LoadError {
+    /// The component is unusable (not a component, ungranted imports, a
+    /// crash while describing itself): the load fails.
+    Fatal(String),
+    /// The toolset refused its configuration: a startup warning, the set is left out.
+    Config(String),
+}
+
+/// A loaded Wasm toolset.
+pub struct WasmToolset {
+    name: String,
+    pre: ToolsetHostPre<CallState>,
+    engine: Engine,
+    root: PathBuf,
+    granted: BTreeSet<Capability>,
+    requested: BTreeSet<Capability>,
+    limits: Limits,
+    config: String,
+    tools: Vec<ToolSpec>,
+}
+
+impl WasmToolset {
+    /// Compiles (or loads from cache) `wasm`, checks its imports against
+    /// `granted`, pre-instantiates it and asks it to describe itself for
+    /// `config` (the set's value as JSON).
+    pub fn load(
+        engine: &Engine,
+        name: &str,
+        wasm: &[u8],
+        granted: BTreeSet<Capability>,
+        limits: Limits,
+        root: PathBuf,
+        config: &serde_json::Value,
+    ) -> Result<WasmToolset, LoadError> {
+        let fatal = |e: anyhow::Error| LoadError::Fatal(format!("{e:#}"));
+        let component = engine.component(name, wasm).map_err(fatal)?;
+        let imports = caps::imports(engine.wasmtime(), &component);
+        caps::check_grants(name, &imports, &granted).map_err(LoadError::Fatal)?;
+        let linker = caps::linker(engine.wasmtime()).map_err(fatal)?;
+        let pre = linker.instantiate_pre(&component).map_err(|e| fatal(e.into()))?;
+        let pre = ToolsetHostPre::new(pre).map_err(|e| {
+            LoadError::Fatal(format!(
+                "toolset {name:?} does not export iota:toolset/toolset@0.1.0: {e:#}"
+            ))
+        })?;
+        let mut toolset = WasmToolset {
+            name: name.to_string(),
+            pre,
+            engine: engine.clone(),
+            root,
+            requested: caps::requested(&imports),
+            granted,
+            limits,
+            config: config.to_string(),
+            tools: Vec::new(),
+        };
+        let session = Arc::new(Session::new());
+        let ui: Arc<dyn Ui> = Arc::new(crate::caps::ui::NoUi);
+        let described = toolset
+            .run(&session, &ui, FsAccess::None, |bindings, store, ctx| {
+                bindings.iota_toolset_toolset().call_describe(store, ctx)
+            })
+            .map_err(LoadError::Fatal)?;
+        toolset.tools = described.map_err(LoadError::Config)?;
+        for tool in &toolset.tools {
+            if !valid_tool_name(&tool.name) {
+                return Err(LoadError::Fatal(format!(
+                    "toolset {name:?} declares a tool named {:?}: names must match ^[a-zA-Z0-9_-]{{1,64}}$",
+                    tool.name
+                )));
+            }
+        }
+        Ok(toolset)
+    }
+
+    /// The capabilities the component imports.
+    pub fn requested(&self) -> &BTreeSet<Capability> {
+        &self.requested
+    }
+
+    /// The filesystem view for a call of `tool`.
+    fn access_for(&self, tool: &str) -> FsAccess {
+        if !self.requested.contains(&Capability::FsRead) {
+            return FsAccess::None;
+        }
+        let read_only = self.tools.iter().find(|t| t.name == tool).is_none_or(|t| t.read_only);
+        if !read_only && self.granted.contains(&Capability::FsWrite) {
+            FsAccess::ReadWrite
+        } else {
+            FsAccess::ReadOnly
+        }
+    }
+
+    /// Runs `f` against a fresh instance in a fresh store with the limits and
+    /// `access`; any trap, panic, timeout or limit hit becomes an error text.
+    fn run<R>(
+        &self,
+        session: &Arc<Session>,
+        ui: &Arc<dyn Ui>,
+        access: FsAccess,
+        f: impl FnOnce(&crate::caps::bindings::ToolsetHost, &mut Store<CallState>, &Context) -> wasmtime::Result<R>,
+    ) -> Result<R, String> {
+        let stderr = caps::stdio_pipe();
+        let mut builder = WasiCtxBuilder::new();
+        builder
+            .allow_blocking_current_thread(true)
+            .stdout(caps::stdio_pipe())
+            .stderr(stderr.clone());
+        fs::preopen(&mut builder, &self.root, access).map_err(|e| format!("{e:#}"))?;
+        let state = CallState {
+            wasi: builder.build(),
+            table: Default::default(),
+            limiter: MemoryLimiter {
+                max: usize::try_from(self.limits.memory).unwrap_or(usize::MAX),
+                hit: false,
+            },
+            set: self.name.clone(),
+            session: session.clone(),
+            ui: ui.clone(),
+        };
+        let mut store = Store::new(self.engine.wasmtime(), state);
+        store.limiter(|s| &mut s.limiter);
+        store.set_epoch_deadline(Engine::ticks(self.limits.timeout));
+        store.epoch_deadline_trap();
+        let ctx = Context {
+            config: self.config.clone(),
+            root: self.root.to_string_lossy().into_owned(),
+        };
+        let result = self
+            .pre
+            .instantiate(&mut store)
+            .and_then(|bindings| f(&bindings, &mut store, &ctx));
+        result.map_err(|err| self.describe_failure(&err, store.data().limiter.hit, &stderr.contents()))
+    }
+
+    fn describe_failure(&self, err: &wasmtime::Error, memory_hit: bool, stderr: &[u8]) -> String {
+        let name = &self.name;
+        if err.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+            return format!(
+                "toolset {name:?} ran past its time limit ({:?}) and was stopped",
+                self.limits.timeout
+            );
+        }
+        if memory_hit {
+            return format!(
+                "toolset {name:?} ran past its memory limit ({} MiB) and was stopped",
+                self.limits.memory >> 20
+            );
+        }
+        if stderr.len() >= caps::STDIO_CAP {
+            return format!(
+                "toolset {name:?} wrote more than {} KiB to stdout/stderr and was stopped",
+                caps::STDIO_CAP >> 10
+            );
+        }
+        // A Rust guest's panic message is the most useful line it printed.
+        let printed = String::from_utf8_lossy(stderr);
+        let panic = printed
+            .lines()
+            .find(|l| l.contains("panicked at"))
+            .map(|l| format!(": {}", l.trim()));
+        format!(
+            "toolset {name:?} crashed{}",
+            panic.unwrap_or_else(|| format!(": {err}"))
+        )
+    }
+}
+
+/// Tool names the model can call: `^[a-zA-Z0-9_-]{1,64}$`.
+pub fn valid_tool_name(name: &str) -> bool {
+    (1..=64).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+impl Toolset for WasmToolset {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn tools(&self) -> &[ToolSpec] {
+        &self.tools
+    }
+
+    fn prompt(&self) -> Option<String> {
+        let session = Arc::new(Session::new());
+        let ui: Arc<dyn Ui> = Arc::new(crate::caps::ui::NoUi);
+        let access = if self.requested.contains(&Capability::FsRead) {
+            FsAccess::ReadOnly
+        } else {
+            FsAccess::None
+        };
+        self.run(&session, &ui, access, |b, store, ctx| {
+            b.iota_toolset_toolset().call_prompt(store, ctx)
+        })
+        .ok()
+        .flatten()
+    }
+
+    fn preview(&self, session: &Arc<Session>, tool: &str, args: &str) -> Option<String> {
+        let ui: Arc<dyn Ui> = Arc::new(crate::caps::ui::NoUi);
+        let access = if self.requested.contains(&Capability::FsRead) {
+            FsAccess::ReadOnly
+        } else {
+            FsAccess::None
+        };
+        self.run(session, &ui, access, |b, store, ctx| {
+            b.iota_toolset_toolset().call_preview(store, ctx, tool, args)
+        })
+        .ok()
+        .flatten()
+    }
+
+    fn invoke(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, tool: &str, args: &str) -> ToolResult {
+        let access = self.access_for(tool);
+        self.run(session, ui, access, |b, store, ctx| {
+            b.iota_toolset_toolset().call_invoke(store, ctx, tool, args)
+        })
+        .unwrap_or_else(|text| ToolResult::failure(tool, text))
+    }
+}

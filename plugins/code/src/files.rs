@@ -1,0 +1,169 @@
+//! File access shared by the tools: bounded reads, binary detection, atomic
+//! writes, line numbering, diffs, and the mapping of I/O errors to the texts
+//! the model reads.
+
+use iota_toolset::jail::Jail;
+use std::fs::{File, Metadata};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+/// Files are read up to 20 MB.
+pub const MAX_READ: u64 = 20 * 1024 * 1024;
+/// A NUL byte in this many leading bytes makes a file binary.
+pub const BINARY_PROBE: usize = 8000;
+
+/// Whether `bytes` look binary: a NUL in the first 8,000 bytes.
+pub fn is_binary(bytes: &[u8]) -> bool {
+    memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE)]).is_some()
+}
+
+/// Reads at most `limit` bytes of `file` into `buf` (cleared first), sized
+/// from `len` so the common case is one read call.
+pub fn read_up_to(file: &mut File, len: u64, limit: u64, buf: &mut Vec<u8>) -> io::Result<()> {
+    buf.clear();
+    let want = len.min(limit) as usize;
+    buf.reserve(want + 1);
+    file.take(limit).read_to_end(buf)?;
+    Ok(())
+}
+
+/// A file argument resolved inside the jail, with its `stat` result.
+pub struct Target {
+    /// The path as the model wrote it.
+    pub written: String,
+    /// Absolute, lexically clean path inside the root.
+    pub abs: PathBuf,
+}
+
+impl Target {
+    /// Resolves `written` inside the jail.
+    pub fn resolve(jail: &Jail, written: &str) -> Result<Target, String> {
+        Ok(Target {
+            written: written.to_string(),
+            abs: jail.resolve(written)?,
+        })
+    }
+
+    /// `file does not exist: <absolute path>` and its siblings for `err`.
+    pub fn error_text(&self, jail: &Jail, err: &io::Error) -> String {
+        if Jail::is_escape(err) {
+            jail.outside(&self.written)
+        } else if err.kind() == io::ErrorKind::NotFound {
+            format!("file does not exist: {}", self.abs.display())
+        } else {
+            format!("cannot read {}: {}", self.written, plain(err))
+        }
+    }
+
+    /// Metadata of an existing regular file (links followed inside the root),
+    /// or the text the model reads when it is missing, a directory, escapes or
+    /// is not a regular file.
+    pub fn regular_file(&self, jail: &Jail) -> Result<Metadata, String> {
+        let meta = std::fs::metadata(&self.abs).map_err(|e| self.error_text(jail, &e))?;
+        if meta.is_dir() {
+            return Err(format!("{} is a directory, not a file", self.abs.display()));
+        }
+        if !meta.is_file() {
+            return Err(format!("{} is not a regular file", self.written));
+        }
+        Ok(meta)
+    }
+}
+
+/// An I/O error's message without the `(os error N)` suffix, which means
+/// nothing to a model and differs between the component and a native build.
+pub fn plain(err: &io::Error) -> String {
+    let text = err.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+/// Writes `bytes` to `path` atomically: a temporary file in the same directory,
+/// then a rename over the target. The rename replaces the directory entry, so a
+/// symlink at `path` is replaced, never written through.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut attempt = 0u32;
+    let (tmp, mut file) = loop {
+        let tmp = dir.join(format!(".{name}.iota-{}-{attempt}.tmp", unique()));
+        match std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp) {
+            Ok(file) => break (tmp, file),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 16 => attempt += 1,
+            Err(e) => return Err(e),
+        }
+    };
+    let written = file.write_all(bytes).and_then(|()| file.flush());
+    drop(file);
+    match written.and_then(|()| std::fs::rename(&tmp, path)) {
+        Ok(()) => Ok(()),
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            Err(e)
+        }
+    }
+}
+
+/// A value that differs between calls, for temporary file names.
+fn unique() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0)
+}
+
+/// One row of numbered output: the line number right-aligned in six columns,
+/// a tab, and the line.
+pub fn numbered(number: usize, line: &str) -> String {
+    format!("{number:>6}\t{line}")
+}
+
+/// The lines of `text`, without their terminators (`\n` or `\r\n`). A final
+/// newline does not start another line.
+pub fn lines(text: &str) -> Vec<&str> {
+    if text.is_empty() {
+        return Vec::new();
+    }
+    let body = text.strip_suffix('\n').unwrap_or(text);
+    body.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).collect()
+}
+
+/// A unified diff of `old` to `new` for `path`, three lines of context.
+pub fn unified_diff(path: &str, old: &str, new: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_drop_terminators() {
+        assert_eq!(lines("a\r\nb\n"), vec!["a", "b"]);
+        assert_eq!(lines("a\n\n"), vec!["a", ""]);
+        assert_eq!(lines("x"), vec!["x"]);
+        assert!(lines("").is_empty());
+    }
+
+    #[test]
+    fn numbering_is_six_columns_and_a_tab() {
+        assert_eq!(numbered(7, "fn main() {}"), "     7\tfn main() {}");
+    }
+
+    #[test]
+    fn binary_means_nul_early() {
+        assert!(is_binary(b"ab\0c"));
+        let mut late = vec![b'a'; BINARY_PROBE];
+        late.push(0);
+        assert!(!is_binary(&late));
+    }
+}

@@ -1,0 +1,73 @@
+//! list_dir — lists one directory level under the project root.
+//!
+//! Spec: "directories with a trailing /, files with their size, sorted by name.
+//! A symlink shows its own size and is never listed as a directory. At most 500
+//! entries: [showing 500 of N entries]. An empty directory is [directory is
+//! empty]; one that cannot be read, cannot list <dir>: <error>." A directory
+//! argument that is not one is `not a directory: <as written>`.
+
+use crate::Ctx;
+use crate::files::plain;
+use iota_toolset::ToolResult;
+use iota_toolset::args::Args;
+use iota_toolset::jail::Jail;
+use iota_toolset::output::join_capped;
+use iota_toolset::size::human;
+
+/// The tool's name.
+pub const NAME: &str = "list_dir";
+/// What the model reads about it.
+pub const DESCRIPTION: &str = "List one directory level under the project root: directories with a \
+trailing /, files with their size, sorted by name. At most 500 entries.";
+/// JSON Schema of the arguments.
+pub const PARAMETERS: &str = r#"{"type":"object","properties":{"path":{"type":"string","description":"Directory to list, relative to the project root. Default: the root."}},"additionalProperties":false}"#;
+
+/// Entries shown.
+pub const MAX_ENTRIES: usize = 500;
+
+/// Runs one list_dir call.
+pub fn run(ctx: &Ctx, args: &Args) -> ToolResult {
+    let written = match args.optional_str("path") {
+        Ok(p) => p.unwrap_or("."),
+        Err(e) => return ToolResult::error(NAME, e),
+    };
+    let header = format!("{NAME} {written}");
+    match list(ctx, written) {
+        Ok(text) => ToolResult::ok(header, text),
+        Err(e) => ToolResult::error(header, e),
+    }
+}
+
+fn list(ctx: &Ctx, written: &str) -> Result<String, String> {
+    let abs = ctx.jail.resolve(written)?;
+    match std::fs::metadata(&abs) {
+        Ok(meta) if meta.is_dir() => {}
+        Err(e) if Jail::is_escape(&e) => return Err(ctx.jail.outside(written)),
+        _ => return Err(format!("not a directory: {written}")),
+    }
+    let read = std::fs::read_dir(&abs).map_err(|e| format!("cannot list {written}: {}", plain(&e)))?;
+    let mut rows: Vec<(String, String)> = Vec::new();
+    for entry in read {
+        let entry = entry.map_err(|e| format!("cannot list {written}: {}", plain(&e)))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        // The entry's own type: a symlink is never shown as a directory.
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        let row = if is_dir {
+            format!("{name}/")
+        } else {
+            let size = std::fs::symlink_metadata(entry.path()).map(|m| m.len()).unwrap_or(0);
+            format!("{name} ({})", human(size))
+        };
+        rows.push((name, row));
+    }
+    if rows.is_empty() {
+        return Ok("[directory is empty]".to_string());
+    }
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
+    let total = rows.len();
+    let footer = (total > MAX_ENTRIES).then(|| format!("[showing {MAX_ENTRIES} of {total} entries]"));
+    Ok(join_capped(
+        rows.iter().take(MAX_ENTRIES).map(|(_, row)| row.as_str()),
+        footer.as_deref(),
+    ))
+}

@@ -1,0 +1,138 @@
+//! write_file — creates or overwrites a whole file; parent directories are
+//! created.
+//!
+//! Spec: "A new file needs no prior read and is created with mode 0644; an
+//! existing one must have been read this session and be unchanged since, with
+//! the same two refusals as edit_file. A path that is a directory (<path> is a
+//! directory) or not a regular file (<path> is not a regular file) is refused.
+//! On success: wrote X KB to <path> (created) or (overwritten), and the diff
+//! against the previous content — unless the old file was too large to read
+//! whole, in which case no diff is shown rather than a lying one." content: an
+//! empty string is valid; a missing or non-string value is missing required
+//! argument: content.
+
+use crate::files::{self, Target, plain};
+use crate::{Ctx, ledger};
+use iota_toolset::ToolResult;
+use iota_toolset::args::Args;
+use iota_toolset::jail::Jail;
+use iota_toolset::size::human;
+use std::io::ErrorKind;
+use std::path::PathBuf;
+
+/// The tool's name.
+pub const NAME: &str = "write_file";
+/// What the model reads about it.
+pub const DESCRIPTION: &str = "Create or overwrite a whole file under the project root; parent directories \
+are created. An existing file must have been read with read_file in this session and be unchanged since. \
+Prefer edit_file for changes inside an existing file.";
+/// JSON Schema of the arguments.
+pub const PARAMETERS: &str = r#"{"type":"object","properties":{"path":{"type":"string","description":"The file, relative to the project root."},"content":{"type":"string","description":"The full content. May be empty."}},"required":["path","content"],"additionalProperties":false}"#;
+
+/// A write worked out but not yet done.
+pub struct Plan {
+    target: Target,
+    /// Where the bytes go: the path itself, or the file a symlink inside the
+    /// root leads to (never a path outside: the preopen refuses those).
+    destination: PathBuf,
+    content: String,
+    created: bool,
+    /// Diff against the previous content; none for a new file or one too large to read whole.
+    pub diff: Option<String>,
+}
+
+/// Works out the write, checking every refusal.
+pub fn plan(ctx: &Ctx, args: &Args) -> Result<Plan, String> {
+    let written = args.required_str("path")?;
+    let content = args.required_str_allow_empty("content")?.to_string();
+    let target = Target::resolve(&ctx.jail, written)?;
+    let escape = |e: &std::io::Error| Jail::is_escape(e).then(|| ctx.jail.outside(written));
+    let link = match std::fs::symlink_metadata(&target.abs) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            let rel = ctx.jail.relative(&target.abs);
+            let diff = files::unified_diff(&rel, "", &content);
+            return Ok(Plan {
+                destination: target.abs.clone(),
+                target,
+                content,
+                created: true,
+                diff: Some(diff),
+            });
+        }
+        Err(e) => return Err(escape(&e).unwrap_or_else(|| format!("cannot write {written}: {}", plain(&e)))),
+    };
+    if link.is_dir() {
+        return Err(format!("{written} is a directory"));
+    }
+    let (destination, meta) = if link.file_type().is_symlink() {
+        // Follow the link inside the root only; the preopen refuses a way out
+        // (EPERM), and a dangling link is not a file to overwrite.
+        let dest = std::fs::canonicalize(&target.abs)
+            .map_err(|e| escape(&e).unwrap_or_else(|| format!("{written} is not a regular file")))?;
+        let meta = std::fs::metadata(&dest).map_err(|e| escape(&e).unwrap_or_else(|| plain(&e)))?;
+        (dest, meta)
+    } else {
+        (target.abs.clone(), link)
+    };
+    if meta.is_dir() {
+        return Err(format!("{written} is a directory"));
+    }
+    if !meta.is_file() {
+        return Err(format!("{written} is not a regular file"));
+    }
+    ledger::check(ctx.session, &target.abs, &meta, written)?;
+    let diff = if meta.len() <= files::MAX_READ {
+        std::fs::read(&destination).ok().map(|old| {
+            files::unified_diff(
+                &ctx.jail.relative(&target.abs),
+                &String::from_utf8_lossy(&old),
+                &content,
+            )
+        })
+    } else {
+        None
+    };
+    Ok(Plan {
+        target,
+        destination,
+        content,
+        created: false,
+        diff,
+    })
+}
+
+/// Runs one write_file call.
+pub fn run(ctx: &Ctx, args: &Args) -> ToolResult {
+    let header = format!("{NAME} {}", args.required_str("path").unwrap_or_default());
+    let plan = match plan(ctx, args) {
+        Ok(plan) => plan,
+        Err(e) => return ToolResult::error(header, e),
+    };
+    let written = &plan.target.written;
+    if plan.created {
+        if let Some(parent) = plan.destination.parent() {
+            if let Err(e) = std::fs::create_dir_all(parent) {
+                return ToolResult::error(header, write_error(ctx, written, &e));
+            }
+        }
+    }
+    if let Err(e) = files::write_atomic(&plan.destination, plan.content.as_bytes()) {
+        return ToolResult::error(header, write_error(ctx, written, &e));
+    }
+    if let Ok(meta) = std::fs::metadata(&plan.destination) {
+        ledger::record(ctx.session, &plan.target.abs, &meta);
+    }
+    let how = if plan.created { "created" } else { "overwritten" };
+    let text = format!("wrote {} to {written} ({how})", human(plan.content.len() as u64));
+    ToolResult::ok(header, text).with_diff(plan.diff)
+}
+
+/// The jail message for an escape the preopen caught, else `cannot write <path>: <error>`.
+fn write_error(ctx: &Ctx, written: &str, err: &std::io::Error) -> String {
+    if Jail::is_escape(err) {
+        ctx.jail.outside(written)
+    } else {
+        format!("cannot write {written}: {}", plain(err))
+    }
+}

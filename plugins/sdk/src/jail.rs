@@ -1,0 +1,143 @@
+//! The lexical path jail shared by every file tool.
+//!
+//! A path argument is resolved against the project root (an absolute one is
+//! accepted when it lies inside), cleaned of `.` and `..` without touching the
+//! filesystem, and refused when it points outside. Symlinks are not followed
+//! for this check and the target need not exist. Inside a component the WASI
+//! preopen is a second, stricter wall: it also refuses any symlink whose target
+//! leaves the root, and [`Jail::is_escape`] recognises that refusal so the
+//! model reads the same jail message for both.
+
+use std::path::{Component, Path, PathBuf};
+
+/// The project root and the rules for paths under it.
+#[derive(Debug, Clone)]
+pub struct Jail {
+    root: PathBuf,
+}
+
+impl Jail {
+    /// A jail at `root`, which must be absolute; it is cleaned lexically.
+    pub fn new(root: impl AsRef<Path>) -> Jail {
+        Jail {
+            root: clean(root.as_ref()),
+        }
+    }
+
+    /// The project root, absolute and clean.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Resolves `as_written` to an absolute, clean path inside the root, or
+    /// returns the text the model reads.
+    pub fn resolve(&self, as_written: &str) -> Result<PathBuf, String> {
+        if as_written.contains('\0') {
+            return Err(format!("path must not contain a NUL byte: {as_written:?}"));
+        }
+        let written = Path::new(as_written);
+        let joined = if written.is_absolute() {
+            written.to_path_buf()
+        } else {
+            self.root.join(written)
+        };
+        let cleaned = clean(&joined);
+        if cleaned.starts_with(&self.root) {
+            Ok(cleaned)
+        } else {
+            Err(self.outside(as_written))
+        }
+    }
+
+    /// `path is outside the project root (<root>): <as written>`.
+    pub fn outside(&self, as_written: &str) -> String {
+        format!(
+            "path is outside the project root ({}): {}",
+            self.root.display(),
+            as_written
+        )
+    }
+
+    /// The root-relative form of an absolute path inside the root, with `/`
+    /// separators; `.` for the root itself.
+    pub fn relative(&self, path: &Path) -> String {
+        match path.strip_prefix(&self.root) {
+            Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+            Ok(rel) => rel.to_string_lossy().replace('\\', "/"),
+            Err(_) => path.to_string_lossy().into_owned(),
+        }
+    }
+
+    /// Whether an I/O error is the preopen refusing a path that escapes the
+    /// root (a symlink pointing out): WASI reports it as `EPERM`.
+    pub fn is_escape(err: &std::io::Error) -> bool {
+        // errno 63 is EPERM in wasi-libc's numbering; natively there is no preopen.
+        cfg!(target_os = "wasi") && err.raw_os_error() == Some(63)
+    }
+}
+
+/// Cleans a path lexically: drops `.`, applies `..` (never above the top).
+pub fn clean(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::Prefix(p) => out.push(p.as_os_str()),
+            Component::RootDir => out.push(Component::RootDir.as_os_str()),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() && !out.has_root() {
+                    out.push("..");
+                }
+            }
+            Component::Normal(name) => out.push(name),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn jail() -> Jail {
+        Jail::new("/home/u/project")
+    }
+
+    #[test]
+    fn paths_inside_resolve() {
+        let j = jail();
+        assert_eq!(j.resolve("src/a.rs").unwrap(), Path::new("/home/u/project/src/a.rs"));
+        assert_eq!(j.resolve("./src/../b").unwrap(), Path::new("/home/u/project/b"));
+        assert_eq!(j.resolve("/home/u/project/x").unwrap(), Path::new("/home/u/project/x"));
+        assert_eq!(j.resolve(".").unwrap(), Path::new("/home/u/project"));
+    }
+
+    #[test]
+    fn escapes_are_refused_with_the_jail_message() {
+        let j = jail();
+        for p in [
+            "../secrets",
+            "/etc/passwd",
+            "sub/../../x",
+            "/home/u/project_evil/a",
+            "/../../etc",
+        ] {
+            assert_eq!(
+                j.resolve(p).unwrap_err(),
+                format!("path is outside the project root (/home/u/project): {p}")
+            );
+        }
+    }
+
+    #[test]
+    fn relative_forms() {
+        let j = jail();
+        assert_eq!(j.relative(Path::new("/home/u/project")), ".");
+        assert_eq!(j.relative(Path::new("/home/u/project/a/b")), "a/b");
+    }
+
+    #[test]
+    fn nul_is_refused() {
+        assert!(jail().resolve("a\0b").unwrap_err().contains("NUL"));
+    }
+}

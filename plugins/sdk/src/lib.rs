@@ -1,0 +1,67 @@
+//! Guest-side SDK for iota toolsets.
+//!
+//! A toolset is a WebAssembly component built against the `iota:toolset` WIT
+//! package (see `wit/toolset.wit`). This crate holds what every toolset needs:
+//! the generated bindings, argument decoding with the spec's error texts, the
+//! lexical path jail, the output cap and the session store. The tool logic of a
+//! toolset is plain Rust over `std::fs`, so the same code also builds natively
+//! (for benchmarks and unit tests); only the export glue is Wasm-specific.
+//!
+//! ```ignore
+//! struct MyToolset;
+//! impl iota_toolset::Guest for MyToolset { /* describe, prompt, preview, invoke */ }
+//! iota_toolset::export!(MyToolset);
+//! ```
+
+#![deny(missing_docs)]
+
+pub mod args;
+pub mod config;
+pub mod jail;
+pub mod output;
+pub mod session;
+pub mod size;
+
+/// Bindings generated from `wit/toolset.wit`.
+#[allow(missing_docs)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "toolset-host",
+        pub_export_macro: true,
+        default_bindings_module: "iota_toolset::bindings",
+        export_macro_name: "export",
+    });
+}
+
+pub use bindings::export;
+pub use bindings::exports::iota::toolset::toolset::Guest;
+pub use bindings::iota::toolset::types::{Approval, Context, Presentation, ToolResult, ToolSpec};
+
+impl ToolResult {
+    /// A successful result.
+    pub fn ok(header: impl Into<String>, text: impl Into<String>) -> Self {
+        ToolResult {
+            text: text.into(),
+            is_error: false,
+            header: header.into(),
+            diff: None,
+        }
+    }
+
+    /// A failed or refused call: the model reads `text`.
+    pub fn error(header: impl Into<String>, text: impl Into<String>) -> Self {
+        ToolResult {
+            text: text.into(),
+            is_error: true,
+            header: header.into(),
+            diff: None,
+        }
+    }
+
+    /// The same result with the diff the user is shown.
+    pub fn with_diff(mut self, diff: Option<String>) -> Self {
+        self.diff = diff;
+        self
+    }
+}

@@ -38,8 +38,14 @@ impl Drop for Ticker {
 }
 
 impl Engine {
-    /// An engine with epoch interruption on and a ticker thread driving it.
+    /// An engine with epoch interruption on, a ticker thread driving it, and
+    /// the default cache directory (see [`default_cache_dir`]).
     pub fn new() -> Result<Engine> {
+        Engine::with_cache(default_cache_dir())
+    }
+
+    /// The same with an explicit cache directory (`None`: compile every time).
+    pub fn with_cache(cache_dir: Option<PathBuf>) -> Result<Engine> {
         let mut config = wasmtime::Config::new();
         config.epoch_interruption(true);
         config.wasm_component_model(true);
@@ -57,9 +63,10 @@ impl Engine {
                 }
             }
         })?;
+        let cache_dir = cache_dir.filter(|dir| create_private_dir(dir).is_ok());
         Ok(Engine {
             inner,
-            cache_dir: cache_dir(),
+            cache_dir,
             _ticker: Arc::new(Ticker { stop }),
         })
     }
@@ -120,18 +127,22 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 }
 
 /// `$IOTA_CACHE_DIR`, else `$XDG_CACHE_HOME/iota-host`, else
-/// `~/.cache/iota-host`; created private (0700).
-fn cache_dir() -> Option<PathBuf> {
+/// `~/.cache/iota-host`.
+pub fn default_cache_dir() -> Option<PathBuf> {
     let env = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    let dir = env("IOTA_CACHE_DIR")
+    env("IOTA_CACHE_DIR")
         .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("iota-host")))
-        .or_else(|| env("HOME").map(|h| h.join(".cache").join("iota-host")))?;
+        .or_else(|| env("HOME").map(|h| h.join(".cache").join("iota-host")))
+}
+
+/// Creates `dir` readable by its owner only: compiled code is loaded from it
+/// without further checks.
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(&dir).ok()?;
-    Some(dir)
+    builder.create(dir)
 }
 
 fn store_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {

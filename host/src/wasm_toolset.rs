@@ -151,10 +151,13 @@ impl WasmToolset {
             .pre
             .instantiate(&mut store)
             .and_then(|bindings| f(&bindings, &mut store, &ctx));
-        result.map_err(|err| self.describe_failure(&err, store.data().limiter.hit, &stderr.contents()))
+        result.map_err(|err| {
+            let flooded = stdout.contents().len() >= caps::STDIO_CAP || stderr.contents().len() >= caps::STDIO_CAP;
+            self.describe_failure(&err, store.data().limiter.hit, flooded, &stderr.contents())
+        })
     }
 
-    fn describe_failure(&self, err: &wasmtime::Error, memory_hit: bool, stderr: &[u8]) -> String {
+    fn describe_failure(&self, err: &wasmtime::Error, memory_hit: bool, flooded: bool, stderr: &[u8]) -> String {
         let name = &self.name;
         if err.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
             return format!(
@@ -168,7 +171,7 @@ impl WasmToolset {
                 self.limits.memory >> 20
             );
         }
-        if stderr.len() >= caps::STDIO_CAP {
+        if flooded {
             return format!(
                 "toolset {name:?} wrote more than {} KiB to stdout/stderr and was stopped",
                 caps::STDIO_CAP >> 10

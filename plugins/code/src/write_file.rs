@@ -66,12 +66,11 @@ pub fn plan(ctx: &Ctx, args: &Args) -> Result<Plan, String> {
         return Err(format!("{written} is a directory"));
     }
     let (destination, meta) = if link.file_type().is_symlink() {
-        // Follow the link inside the root only; the preopen refuses a way out
+        // Follow the link inside the root only: the preopen refuses a way out
         // (EPERM), and a dangling link is not a file to overwrite.
-        let dest = std::fs::canonicalize(&target.abs)
+        let meta = std::fs::metadata(&target.abs)
             .map_err(|e| escape(&e).unwrap_or_else(|| format!("{written} is not a regular file")))?;
-        let meta = std::fs::metadata(&dest).map_err(|e| escape(&e).unwrap_or_else(|| plain(&e)))?;
-        (dest, meta)
+        (resolve_link(ctx, &target)?, meta)
     } else {
         (target.abs.clone(), link)
     };
@@ -135,4 +134,23 @@ fn write_error(ctx: &Ctx, written: &str, err: &std::io::Error) -> String {
     } else {
         format!("cannot write {written}: {}", plain(err))
     }
+}
+
+/// Where a symlink inside the root finally leads, worked out lexically link by
+/// link (WASI has no realpath); every hop must stay inside the root.
+fn resolve_link(ctx: &Ctx, target: &Target) -> Result<PathBuf, String> {
+    let mut current = target.abs.clone();
+    for _ in 0..40 {
+        let meta = std::fs::symlink_metadata(&current).map_err(|e| write_error(ctx, &target.written, &e))?;
+        if !meta.file_type().is_symlink() {
+            return Ok(current);
+        }
+        let link = std::fs::read_link(&current).map_err(|e| write_error(ctx, &target.written, &e))?;
+        let next = iota_toolset::jail::clean(&current.parent().unwrap_or(ctx.jail.root()).join(link));
+        if !next.starts_with(ctx.jail.root()) {
+            return Err(ctx.jail.outside(&target.written));
+        }
+        current = next;
+    }
+    Err(format!("{} is not a regular file", target.written))
 }

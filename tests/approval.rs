@@ -1,0 +1,125 @@
+//! The approval gate: non-interactive refusal, the three interactive answers
+//! (scripted with --answers), auto_write, and rounds.
+
+mod support;
+
+use serde_json::json;
+use support::{Project, assert_err, assert_ok};
+
+const REFUSAL: &str = "write_file was not executed: it requires interactive approval, which is unavailable in this non-interactive run. Set the toolset's auto-approve option (tools.code.auto_write / tools.shell.auto_run) to permit it here.";
+
+#[test]
+fn non_interactive_runs_refuse_gated_calls_with_the_specs_sentence() {
+    let p = Project::new();
+    let r = p.call("write_file", json!({"path": "a.txt", "content": "x"}));
+    assert_err(&r, REFUSAL);
+    assert!(!p.path("a.txt").exists(), "a refused call does not run");
+    let r = p.call(
+        "edit_file",
+        json!({"path": "a.txt", "old_string": "x", "new_string": "y"}),
+    );
+    assert_err(&r, &REFUSAL.replacen("write_file", "edit_file", 1));
+}
+
+#[test]
+fn allow_once_asks_again_next_time() {
+    let p = Project::new().answers(r#"["once", "deny"]"#);
+    let rs = p.calls(&[
+        ("write_file", json!({"path": "a.txt", "content": "1"})),
+        ("write_file", json!({"path": "b.txt", "content": "2"})),
+    ]);
+    assert_ok(&rs[0], "wrote 1 B to a.txt (created)");
+    assert_err(&rs[1], "write_file was not executed: the user denied it.");
+    assert!(p.path("a.txt").exists() && !p.path("b.txt").exists());
+}
+
+#[test]
+fn allow_for_this_session_covers_later_calls_of_the_tool() {
+    let p = Project::new().answers(r#"["session"]"#);
+    let rs = p.calls(&[
+        ("write_file", json!({"path": "a.txt", "content": "1"})),
+        ("write_file", json!({"path": "b.txt", "content": "2"})),
+        (
+            "edit_file",
+            json!({"path": "b.txt", "old_string": "2", "new_string": "3"}),
+        ),
+    ]);
+    assert!(!rs[0].is_error && !rs[1].is_error, "{} / {}", rs[0].text, rs[1].text);
+    // edit_file is another tool: it is asked about, and the answers ran out.
+    assert_err(&rs[2], "edit_file was not executed: the user denied it.");
+}
+
+#[test]
+fn auto_write_never_asks() {
+    let p = Project::new().auto_write();
+    assert_ok(
+        &p.call("write_file", json!({"path": "a.txt", "content": "x"})),
+        "wrote 1 B to a.txt (created)",
+    );
+}
+
+#[test]
+fn readers_never_ask() {
+    let p = Project::new().answers("[]");
+    p.write("a.txt", "x\n");
+    let out = p.run(&["call", "read_file", r#"{"path":"a.txt"}"#]);
+    assert!(out.status.success());
+    assert!(
+        out.stderr.is_empty(),
+        "no question was asked: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn a_round_runs_readers_together_and_returns_results_in_call_order() {
+    let p = Project::new();
+    for i in 0..8 {
+        p.write(&format!("f{i}.txt"), format!("{i}\n"));
+    }
+    let mut args = vec!["call", "--json", "--round"];
+    let calls: Vec<String> = (0..8).map(|i| format!(r#"{{"path":"f{i}.txt"}}"#)).collect();
+    for c in &calls {
+        args.push("read_file");
+        args.push(c);
+    }
+    let out = p.run(&args);
+    assert!(out.status.success());
+    let texts: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["text"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    let want: Vec<String> = (0..8).map(|i| format!("     1\t{i}")).collect();
+    assert_eq!(texts, want);
+}
+
+#[test]
+fn a_round_with_a_writer_runs_in_order_with_the_gate() {
+    let p = Project::new().answers(r#"["once"]"#);
+    p.write("a.txt", "old\n");
+    let out = p.run(&[
+        "call",
+        "--json",
+        "--round",
+        "read_file",
+        r#"{"path":"a.txt"}"#,
+        "edit_file",
+        r#"{"path":"a.txt","old_string":"old","new_string":"new"}"#,
+        "read_file",
+        r#"{"path":"a.txt"}"#,
+    ]);
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[1]["text"], "1 replacement in a.txt\n     1\tnew");
+    assert_eq!(
+        lines[2]["text"], "     1\tnew",
+        "the read after the edit sees it: serial, in order"
+    );
+}

@@ -1,0 +1,176 @@
+//! The config rules of the spec's "Built-in toolsets" section and the CLI's
+//! config discovery, through the binary.
+
+mod support;
+
+use support::Project;
+
+fn tool_names(p: &Project) -> Vec<String> {
+    let out = p.run(&["tools", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["name"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn key_presence_enables_and_every_yaml11_false_spelling_disables() {
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      code:\n");
+    assert_eq!(tool_names(&p).len(), 6);
+    for off in ["false", "no", "off", "No", "OFF", "False", "n"] {
+        let p = Project::new().config(&format!("agents:\n  a:\n    tools:\n      code: {off}\n"));
+        assert!(tool_names(&p).is_empty(), "code: {off} disables the set");
+    }
+}
+
+#[test]
+fn an_unknown_set_fails_the_load() {
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      browser:\n");
+    let out = p.run(&["tools"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("unknown toolset \"browser\""), "{}", stderr(&out));
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      agent:\n");
+    let out = p.run(&["tools"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("toolset \"agent\" was renamed to \"skills\""),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_value_that_does_not_decode_is_a_warning_and_the_set_is_left_out() {
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      code: [1, 2]\n");
+    let out = p.run(&["tools"]);
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    assert_eq!(
+        stderr(&out),
+        "iota-host: warning: toolset \"code\": config must be a mapping (auto_write, read_only): invalid type: sequence, expected a mapping (ignored)\n"
+    );
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      code:\n        auto_write: perhaps\n");
+    let out = p.run(&["tools"]);
+    assert!(
+        stderr(&out)
+            .starts_with("iota-host: warning: toolset \"code\": config must be a mapping (auto_write, read_only): "),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn read_only_with_auto_write_is_refused() {
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      code: {read_only: true, auto_write: true}\n");
+    let out = p.run(&["tools"]);
+    assert_eq!(
+        stderr(&out),
+        "iota-host: warning: toolset \"code\": read_only and auto_write contradict each other: auto_write approves writes the set does not offer (ignored)\n"
+    );
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn shell_config_refusals_use_the_specs_texts() {
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      shell:\n        sandbox: on\n      code:\n");
+    let out = p.run(&["tools"]);
+    assert!(
+        stderr(&out).contains(
+            "iota-host: warning: toolset \"shell\": sandbox must be \"auto\" or \"off\", got \"on\" (ignored)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      shell: 3\n");
+    let out = p.run(&["tools"]);
+    assert!(
+        stderr(&out).contains("toolset \"shell\": config must be a mapping (sandbox, network, auto_run, write): invalid type: number `3`, expected a mapping (ignored)"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn yaml11_booleans_are_accepted_inside_a_set() {
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      code:\n        auto_write: yes\n");
+    let out = p.run(&["tools", "--json"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let write = text.lines().find(|l| l.contains("\"write_file\"")).unwrap();
+    assert!(write.contains("\"approval\":\"never\""), "{write}");
+}
+
+#[test]
+fn config_discovery_env_then_dot_iota_then_embedded() {
+    let p = Project::new();
+    // Embedded default: the code set with its defaults (writers gated).
+    let out = p.command().args(["tools", "--json"]).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains("\"write_file\"") && text.contains("\"approval\":\"required\""));
+    // ./.iota/config.yaml in the working directory.
+    p.write(
+        ".iota/config.yaml",
+        "agents:\n  a:\n    tools:\n      code: {read_only: true}\n",
+    );
+    let out = p.command().args(["tools", "--json"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("\"name\":\"write_file\""));
+    // $IOTA_CONFIG wins over it.
+    let env_config = p.outside().join("env.yaml");
+    std::fs::write(&env_config, "agents:\n  a:\n    tools:\n      code: off\n").unwrap();
+    let out = p
+        .command()
+        .env("IOTA_CONFIG", &env_config)
+        .args(["tools", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn agent_selection() {
+    let p = Project::new().config("agents:\n  a:\n    tools: {code: off}\n  b:\n    tools: {code: }\n");
+    let out = p.run(&["tools"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("choose one with --agent"));
+    assert_eq!(
+        p.run(&["--agent", "b", "tools", "--json"])
+            .stdout
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count(),
+        6
+    );
+    let out = p.run(&["--agent", "zz", "tools"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no agent \"zz\" (agents: a, b)"));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let p = Project::new();
+    assert_eq!(p.run(&["call", "read_file"]).status.code(), Some(2));
+    assert_eq!(p.run(&["call", "read_file", "not json"]).status.code(), Some(2));
+    assert_eq!(p.run(&["frobnicate"]).status.code(), Some(2));
+    let out = p.run(&["call", "nope", "{}"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "unknown tool: nope\n");
+}
+
+#[test]
+fn text_mode_prints_exactly_what_the_model_reads() {
+    let p = Project::new();
+    p.write("a.txt", "x\n");
+    let out = p.run(&["call", "read_file", r#"{"path":"a.txt"}"#, "list_dir", "{}"]);
+    assert!(out.status.success());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "     1\tx\na.txt (2 B)\n");
+    assert!(out.stderr.is_empty(), "no header on a non-terminal stderr");
+}

@@ -1,0 +1,274 @@
+//! The path jail, attacked. Every test asserts effects on the host: files
+//! outside the root unchanged or never created, no outside path or content in
+//! any output.
+
+mod support;
+
+use serde_json::json;
+use std::os::unix::fs::symlink;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use support::{Project, assert_err};
+
+const SECRET: &str = "TOP-SECRET-OUTSIDE-CONTENT";
+
+fn outside_message(p: &Project, written: &str) -> String {
+    format!("path is outside the project root ({}): {written}", p.root().display())
+}
+
+/// A project with a secret file outside the root.
+fn project() -> Project {
+    let p = Project::new().auto_write();
+    std::fs::write(p.outside().join("secret.txt"), SECRET).unwrap();
+    p
+}
+
+fn assert_no_leak(text: &str, p: &Project) {
+    assert!(!text.contains(SECRET), "outside content leaked: {text}");
+    assert!(
+        !text.contains(&*p.outside().to_string_lossy()),
+        "outside path leaked: {text}"
+    );
+}
+
+#[test]
+fn dot_dot_absolute_and_nested_escapes_are_refused_for_every_tool() {
+    let p = project();
+    let secret = p.outside().join("secret.txt");
+    let escapes = [
+        "../aux/secret.txt",
+        "sub/../../aux/secret.txt",
+        "/etc/passwd",
+        secret.to_str().unwrap(),
+    ];
+    for written in escapes {
+        let want = outside_message(&p, written);
+        let rs = p.calls(&[
+            ("read_file", json!({"path": written})),
+            ("write_file", json!({"path": written, "content": "pwned"})),
+            (
+                "edit_file",
+                json!({"path": written, "old_string": "TOP", "new_string": "pwned"}),
+            ),
+            ("list_dir", json!({"path": written})),
+            ("glob", json!({"pattern": "*", "path": written})),
+            ("grep", json!({"pattern": "SECRET", "path": written})),
+        ]);
+        for r in &rs {
+            assert_err(r, &want);
+        }
+    }
+    assert_eq!(std::fs::read_to_string(&secret).unwrap(), SECRET);
+    assert!(!std::fs::read_to_string("/etc/passwd").unwrap().contains("pwned"));
+}
+
+#[test]
+fn a_sibling_whose_name_extends_the_roots_is_outside() {
+    let p = project();
+    let evil = p.root().with_file_name("root_evil");
+    std::fs::create_dir_all(&evil).unwrap();
+    std::fs::write(evil.join("x.txt"), SECRET).unwrap();
+    let abs = evil.join("x.txt");
+    for written in ["../root_evil/x.txt", abs.to_str().unwrap()] {
+        assert_err(
+            &p.call("read_file", json!({"path": written})),
+            &outside_message(&p, written),
+        );
+        assert_err(
+            &p.call("write_file", json!({"path": written, "content": "pwned"})),
+            &outside_message(&p, written),
+        );
+    }
+    assert_eq!(std::fs::read_to_string(abs).unwrap(), SECRET);
+}
+
+#[test]
+fn symlinks_out_absolute_or_relative_are_refused_with_the_jail_message() {
+    let p = project();
+    symlink(p.outside().join("secret.txt"), p.path("abs_link")).unwrap();
+    symlink("../aux/secret.txt", p.path("rel_link")).unwrap();
+    for link in ["abs_link", "rel_link"] {
+        let rs = p.calls(&[
+            ("read_file", json!({"path": link})),
+            ("write_file", json!({"path": link, "content": "pwned"})),
+            (
+                "edit_file",
+                json!({"path": link, "old_string": "TOP", "new_string": "pwned"}),
+            ),
+        ]);
+        for r in &rs {
+            assert_err(r, &outside_message(&p, link));
+        }
+    }
+    assert_eq!(std::fs::read_to_string(p.outside().join("secret.txt")).unwrap(), SECRET);
+}
+
+#[test]
+fn a_symlinked_directory_out_is_never_walked_or_listed_into() {
+    let p = project();
+    symlink(p.outside(), p.path("escape")).unwrap();
+    p.write("inside.txt", "fine\n");
+    let rs = p.calls(&[
+        ("glob", json!({"pattern": "**/*"})),
+        ("grep", json!({"pattern": "SECRET"})),
+        ("grep", json!({"pattern": "fine"})),
+        ("list_dir", json!({})),
+        ("list_dir", json!({"path": "escape"})),
+        ("read_file", json!({"path": "escape/secret.txt"})),
+        ("glob", json!({"pattern": "*", "path": "escape"})),
+    ]);
+    for r in &rs {
+        assert_no_leak(&r.text, &p);
+    }
+    assert!(!rs[0].text.contains("secret.txt"), "{}", rs[0].text);
+    assert_eq!(rs[1].text, "no matches for SECRET");
+    assert_eq!(rs[2].text, "inside.txt:1: fine");
+    assert_err(&rs[4], &outside_message(&p, "escape"));
+    assert_err(&rs[5], &outside_message(&p, "escape/secret.txt"));
+}
+
+#[test]
+fn a_dangling_symlink_out_creates_nothing_outside() {
+    let p = project();
+    let target = p.outside().join("created-by-write.txt");
+    symlink(&target, p.path("dangling")).unwrap();
+    symlink(p.outside().join("newdir"), p.path("dangling_dir")).unwrap();
+    let rs = p.calls(&[
+        ("write_file", json!({"path": "dangling", "content": "pwned"})),
+        ("write_file", json!({"path": "dangling_dir/x.txt", "content": "pwned"})),
+    ]);
+    assert_err(&rs[0], &outside_message(&p, "dangling"));
+    assert!(rs[1].is_error);
+    assert!(!target.exists(), "nothing was created outside");
+    assert!(!p.outside().join("newdir").exists(), "no directory was created outside");
+}
+
+#[test]
+fn a_symlink_loop_does_not_hang() {
+    let p = project();
+    symlink("loop_b", p.path("loop_a")).unwrap();
+    symlink("loop_a", p.path("loop_b")).unwrap();
+    let rs = p.calls(&[
+        ("read_file", json!({"path": "loop_a"})),
+        ("write_file", json!({"path": "loop_a", "content": "x"})),
+        ("glob", json!({"pattern": "*"})),
+        ("grep", json!({"pattern": "x"})),
+        ("list_dir", json!({})),
+    ]);
+    assert!(rs[0].is_error && rs[1].is_error);
+    assert_eq!(rs[4].text, "loop_a (6 B)\nloop_b (6 B)");
+}
+
+#[test]
+fn nul_and_huge_paths_are_errors_not_crashes() {
+    let p = project();
+    let huge = "a/".repeat(5000) + "x";
+    let rs = p.calls(&[
+        ("read_file", json!({"path": "a\u{0}b"})),
+        ("write_file", json!({"path": "a\u{0}b", "content": "x"})),
+        ("read_file", json!({"path": huge})),
+        ("write_file", json!({"path": huge, "content": "x"})),
+        ("list_dir", json!({})),
+    ]);
+    assert!(rs[0].is_error && rs[0].text.contains("NUL"), "{}", rs[0].text);
+    assert!(rs[1].is_error && rs[1].text.contains("NUL"));
+    assert!(rs[2].is_error && rs[3].is_error);
+    assert_eq!(rs[4].text, "[directory is empty]");
+}
+
+#[test]
+fn a_fifo_never_blocks_a_tool() {
+    let p = project();
+    let status = std::process::Command::new("mkfifo")
+        .arg(p.path("pipe"))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    p.write("a.txt", "pipe\n");
+    let mut child = p
+        .command()
+        .args([
+            "call",
+            "--json",
+            "read_file",
+            r#"{"path":"pipe"}"#,
+            "grep",
+            r#"{"pattern":"pipe"}"#,
+            "glob",
+            r#"{"pattern":"*"}"#,
+        ])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("a tool blocked on the FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("pipe is not a regular file"), "{text}");
+    assert!(text.contains("a.txt:1: pipe"), "{text}");
+}
+
+/// Swaps `name` between a regular file inside and a symlink to the secret
+/// outside, atomically (rename), `swaps` times.
+fn swapper(root: &Path, outside: &Path, swaps: usize, done: Arc<AtomicBool>, count: Arc<AtomicUsize>) {
+    let target = root.join("race.txt");
+    let file_tmp = root.join(".race-file");
+    let link_tmp = root.join(".race-link");
+    for i in 0..swaps {
+        if i % 2 == 0 {
+            let _ = std::fs::remove_file(&link_tmp);
+            symlink(outside.join("secret.txt"), &link_tmp).unwrap();
+            std::fs::rename(&link_tmp, &target).unwrap();
+        } else {
+            std::fs::write(&file_tmp, "inside\n").unwrap();
+            std::fs::rename(&file_tmp, &target).unwrap();
+        }
+        count.fetch_add(1, Ordering::Relaxed);
+        std::thread::yield_now();
+    }
+    done.store(true, Ordering::Relaxed);
+}
+
+#[test]
+fn a_read_write_race_against_symlink_swaps_leaks_nothing() {
+    let p = project();
+    p.write("race.txt", "inside\n");
+    let host = support::LibraryHost::new(&p);
+    let done = Arc::new(AtomicBool::new(false));
+    let count = Arc::new(AtomicUsize::new(0));
+    let (root, outside) = (p.root().to_path_buf(), p.outside().to_path_buf());
+    let (d, c) = (done.clone(), count.clone());
+    let thread = std::thread::spawn(move || swapper(&root, &outside, 1000, d, c));
+    let mut calls = 0;
+    let mut served = 0;
+    while !done.load(Ordering::Relaxed) || calls < 200 {
+        for tool in ["read_file", "write_file", "grep"] {
+            let args = match tool {
+                "read_file" => json!({"path": "race.txt"}),
+                "write_file" => json!({"path": "race.txt", "content": "written\n"}),
+                _ => json!({"pattern": "SECRET|inside"}),
+            };
+            let r = host.call(tool, args);
+            assert_no_leak(&r.text, &p);
+            if !r.is_error {
+                served += 1;
+            }
+            calls += 1;
+        }
+    }
+    thread.join().unwrap();
+    assert_eq!(count.load(Ordering::Relaxed), 1000);
+    assert_eq!(
+        std::fs::read_to_string(p.outside().join("secret.txt")).unwrap(),
+        SECRET,
+        "the outside file is unchanged"
+    );
+    assert!(served > 0, "some calls ran against the inside file ({calls} calls)");
+}

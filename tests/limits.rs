@@ -1,0 +1,128 @@
+//! A misbehaving component is stopped by its limits with an error naming the
+//! limit, and the host and every other toolset keep working. Capability
+//! grants are checked before a component is instantiated.
+
+mod support;
+
+use serde_json::json;
+use support::{COMPONENTS, Project};
+
+fn hostile(grant: &str) -> Project {
+    Project::new().config(&format!(
+        "toolsets:\n  hostile:\n    path: {COMPONENTS}/hostile.wasm\n    grant: [{grant}]\n    limits: {{timeout: 2, memory: 64}}\nagents:\n  a:\n    tools:\n      hostile:\n      code:\n"
+    ))
+}
+
+#[test]
+fn a_component_importing_an_ungranted_capability_is_refused_at_load() {
+    let p = hostile("ui");
+    let out = p.run(&["tools"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("toolset \"hostile\" imports iota:toolset/process@0.1.0 (run commands in the shell sandbox), which its config does not grant"),
+        "{err}"
+    );
+    assert!(err.contains("grant: [process]"), "{err}");
+}
+
+#[test]
+fn a_granted_process_request_goes_to_the_sandbox_and_is_refused_without_one() {
+    let p = hostile("process");
+    let r = p.call("run", json!({}));
+    assert!(r.is_error);
+    assert!(r.text.contains("the shell sandbox is not available"), "{}", r.text);
+}
+
+#[test]
+fn an_endless_loop_hits_the_time_limit_and_the_next_call_works() {
+    let p = hostile("process");
+    p.write("a.txt", "still here\n");
+    let started = std::time::Instant::now();
+    let rs = p.calls(&[("spin", json!({})), ("read_file", json!({"path": "a.txt"}))]);
+    assert_eq!(
+        rs[0].text,
+        "toolset \"hostile\" ran past its time limit (2s) and was stopped"
+    );
+    assert!(rs[0].is_error);
+    assert_eq!(rs[1].text, "     1\tstill here");
+    assert!(started.elapsed().as_secs() < 30, "stopped near its 2 s limit");
+}
+
+#[test]
+fn unbounded_allocation_hits_the_memory_limit_and_the_next_call_works() {
+    let p = hostile("process");
+    let rs = p.calls(&[("hog", json!({})), ("echo", json!({"a": 1}))]);
+    assert_eq!(
+        rs[0].text,
+        "toolset \"hostile\" ran past its memory limit (64 MiB) and was stopped"
+    );
+    assert!(rs[0].is_error);
+    assert_eq!(rs[1].text, "echo {\"a\":1}");
+}
+
+#[test]
+fn a_panic_is_an_error_result_naming_it() {
+    let p = hostile("process");
+    let rs = p.calls(&[("crash", json!({})), ("echo", json!({}))]);
+    assert!(rs[0].is_error);
+    assert!(
+        rs[0].text.starts_with("toolset \"hostile\" crashed: "),
+        "{}",
+        rs[0].text
+    );
+    assert!(rs[0].text.contains("fixture crashed on purpose"), "{}", rs[0].text);
+    assert!(!rs[1].is_error);
+}
+
+#[test]
+fn flooding_stdout_is_stopped() {
+    let p = hostile("process");
+    let rs = p.calls(&[("flood", json!({})), ("echo", json!({}))]);
+    assert!(rs[0].is_error);
+    assert_eq!(
+        rs[0].text,
+        "toolset \"hostile\" wrote more than 1024 KiB to stdout/stderr and was stopped"
+    );
+    assert!(!rs[1].is_error);
+}
+
+#[test]
+fn a_tool_name_collision_fails_the_load_naming_both_sets() {
+    let p = Project::new().config(&format!(
+        "toolsets:\n  mycode: {COMPONENTS}/code.wasm\nagents:\n  a:\n    tools:\n      code:\n      mycode:\n"
+    ));
+    let out = p.run(&["tools"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("tool \"glob\" is offered by both toolset \"code\" and toolset \"mycode\""),
+        "{err}"
+    );
+}
+
+#[test]
+fn inspect_reports_what_a_component_imports() {
+    let p = Project::new();
+    let out = p.run(&["inspect", &format!("{COMPONENTS}/code.wasm"), "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let caps: Vec<&str> = report["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        caps,
+        ["read", "session"],
+        "code reads files and keeps the ledger; no ui, no process"
+    );
+    assert_eq!(report["package"], "iota:toolset@0.1.0");
+    assert_eq!(report["tools"].as_array().unwrap().len(), 6);
+    assert_eq!(report["sha256"].as_str().unwrap().len(), 64);
+    let out = p.run(&["inspect", &format!("{COMPONENTS}/hostile.wasm")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("process  run commands in the shell sandbox"), "{text}");
+    assert!(!text.contains("read     "), "hostile never touches files: {text}");
+}

@@ -1,0 +1,241 @@
+//! Shared helpers of the black-box suites: a temporary project, the built
+//! `iota-host` binary, and the results it prints with `call --json`.
+
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_iota-host");
+
+/// The components build.rs made (fixtures included).
+pub const COMPONENTS: &str = env!("IOTA_COMPONENTS_DIR");
+
+/// One call's result as `call --json` prints it.
+#[derive(Debug, Clone)]
+pub struct Result {
+    pub tool: String,
+    pub header: String,
+    pub presentation: String,
+    pub text: String,
+    pub is_error: bool,
+    pub diff: Option<String>,
+}
+
+/// A temporary project root, plus a private folder beside it for config files
+/// and outside targets (so they never show up in the root's listings).
+pub struct Project {
+    dir: tempfile::TempDir,
+    root: PathBuf,
+    aux: PathBuf,
+    config: Option<PathBuf>,
+    answers: Option<PathBuf>,
+}
+
+impl Project {
+    pub fn new() -> Project {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        let root = base.join("root");
+        let aux = base.join("aux");
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::create_dir_all(&aux).unwrap();
+        Project {
+            dir,
+            root,
+            aux,
+            config: None,
+            answers: None,
+        }
+    }
+
+    /// The canonical project root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// A folder outside the root.
+    pub fn outside(&self) -> &Path {
+        &self.aux
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    /// Writes a file under the root, creating parents.
+    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) -> PathBuf {
+        let path = self.root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+
+    pub fn read(&self, rel: &str) -> Vec<u8> {
+        std::fs::read(self.root.join(rel)).unwrap()
+    }
+
+    /// Uses this YAML as the config file.
+    pub fn config(mut self, yaml: &str) -> Project {
+        let path = self.aux.join("config.yaml");
+        std::fs::write(&path, yaml).unwrap();
+        self.config = Some(path);
+        self
+    }
+
+    /// The code set with auto_write, the usual config for writer tests.
+    pub fn auto_write(self) -> Project {
+        self.config("agents:\n  default:\n    tools:\n      code:\n        auto_write: true\n")
+    }
+
+    /// Scripted answers (`--answers`).
+    pub fn answers(mut self, json: &str) -> Project {
+        let path = self.aux.join("answers.json");
+        std::fs::write(&path, json).unwrap();
+        self.answers = Some(path);
+        self
+    }
+
+    /// The binary with this project's root, config and answers; the shared
+    /// compiled-component cache; no inherited config.
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.current_dir(&self.root)
+            .env_remove("IOTA_CONFIG")
+            .env("IOTA_CACHE_DIR", cache_dir())
+            .env("NO_COLOR", "1")
+            .arg("--root")
+            .arg(&self.root);
+        if let Some(config) = &self.config {
+            cmd.arg("--config").arg(config);
+        }
+        match &self.answers {
+            Some(answers) => cmd.arg("--answers").arg(answers),
+            None => cmd.arg("--non-interactive"),
+        };
+        cmd
+    }
+
+    /// Runs `iota-host ARGS`.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.command().args(args).output().unwrap()
+    }
+
+    /// Calls tools in one session and returns their results.
+    pub fn calls(&self, calls: &[(&str, Value)]) -> Vec<Result> {
+        let mut args = vec!["call".to_string(), "--json".to_string()];
+        for (tool, value) in calls {
+            args.push(tool.to_string());
+            args.push(value.to_string());
+        }
+        let out = self.command().args(&args).output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            out.status.code() == Some(0) || out.status.code() == Some(1),
+            "exit {:?}\nstderr: {stderr}",
+            out.status
+        );
+        let results: Vec<Result> = stdout
+            .lines()
+            .filter(|l| !l.contains("\"notice\""))
+            .map(parse_result)
+            .collect();
+        assert_eq!(results.len(), calls.len(), "stdout: {stdout}\nstderr: {stderr}");
+        let any_error = results.iter().any(|r| r.is_error);
+        assert_eq!(
+            out.status.code(),
+            Some(if any_error { 1 } else { 0 }),
+            "exit code follows is_error"
+        );
+        results
+    }
+
+    /// One call.
+    pub fn call(&self, tool: &str, args: Value) -> Result {
+        self.calls(&[(tool, args)]).remove(0)
+    }
+}
+
+fn parse_result(line: &str) -> Result {
+    let v: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+    Result {
+        tool: v["tool"].as_str().unwrap().to_string(),
+        header: v["header"].as_str().unwrap().to_string(),
+        presentation: v["presentation"].as_str().unwrap().to_string(),
+        text: v["text"].as_str().unwrap().to_string(),
+        is_error: v["is_error"].as_bool().unwrap(),
+        diff: v.get("diff").and_then(|d| d.as_str()).map(str::to_string),
+    }
+}
+
+/// One compiled-component cache for every test, under the target dir.
+pub fn cache_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("iota-cache")
+}
+
+/// Asserts a successful result with exactly `text`.
+#[track_caller]
+pub fn assert_ok(result: &Result, text: &str) {
+    assert!(!result.is_error, "expected success, got error: {}", result.text);
+    assert_eq!(result.text, text);
+}
+
+/// Asserts an error result with exactly `text`.
+#[track_caller]
+pub fn assert_err(result: &Result, text: &str) {
+    assert!(result.is_error, "expected an error, got success: {}", result.text);
+    assert_eq!(result.text, text);
+}
+
+/// Sets a file's modification time to `secs` after the epoch.
+pub fn set_mtime(path: &Path, secs: u64) {
+    let file = std::fs::File::options().write(true).open(path).unwrap();
+    file.set_modified(std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs))
+        .unwrap();
+}
+
+/// The host as a library (what iota embeds), holding one session open across
+/// calls so a test can change files between them.
+pub struct LibraryHost {
+    tools: iota_host::agent::AgentTools,
+    session: std::sync::Arc<iota_host::session::Session>,
+    ui: std::sync::Arc<dyn iota_host::caps::ui::Ui>,
+}
+
+impl LibraryHost {
+    pub fn new(project: &Project) -> LibraryHost {
+        let config = match &project.config {
+            Some(path) => iota_host::config::Config::discover(Some(path)).unwrap(),
+            None => iota_host::config::Config::parse(iota_host::config::EMBEDDED_DEFAULT, "default", Path::new("."))
+                .unwrap(),
+        };
+        let agent = config.agent(None).unwrap();
+        let engine = iota_host::engine::Engine::with_cache(Some(cache_dir())).unwrap();
+        let (tools, warnings) = iota_host::agent::AgentTools::load(&engine, &config, agent, project.root()).unwrap();
+        assert!(warnings.is_empty(), "{warnings:?}");
+        LibraryHost {
+            tools,
+            session: std::sync::Arc::new(iota_host::session::Session::new()),
+            ui: std::sync::Arc::new(iota_host::caps::ui::NoUi),
+        }
+    }
+
+    pub fn call(&self, tool: &str, args: Value) -> Result {
+        let call = iota_host::round::Call {
+            tool: tool.to_string(),
+            args: args.to_string(),
+        };
+        let outcome = self.tools.call(&self.session, &self.ui, &call);
+        Result {
+            tool: outcome.tool,
+            header: outcome.result.header,
+            presentation: outcome.presentation.word().to_string(),
+            text: outcome.result.text,
+            is_error: outcome.result.is_error,
+            diff: outcome.result.diff,
+        }
+    }
+}

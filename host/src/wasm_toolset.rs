@@ -121,11 +121,11 @@ impl WasmToolset {
         access: FsAccess,
         f: impl FnOnce(&crate::caps::bindings::ToolsetHost, &mut Store<CallState>, &Context) -> wasmtime::Result<R>,
     ) -> Result<R, String> {
-        let stderr = caps::stdio_pipe();
+        let (stdout, stderr) = (caps::stdio_pipe(), caps::stdio_pipe());
         let mut builder = WasiCtxBuilder::new();
         builder
             .allow_blocking_current_thread(true)
-            .stdout(caps::stdio_pipe())
+            .stdout(stdout.clone())
             .stderr(stderr.clone());
         fs::preopen(&mut builder, &self.root, access).map_err(|e| format!("{e:#}"))?;
         let state = CallState {
@@ -179,14 +179,13 @@ impl WasmToolset {
         }
         // A Rust guest's panic message is the most useful line it printed.
         let printed = String::from_utf8_lossy(stderr);
-        let panic = printed
-            .lines()
-            .find(|l| l.contains("panicked at"))
-            .map(|l| format!(": {}", l.trim()));
-        format!(
-            "toolset {name:?} crashed{}",
-            panic.unwrap_or_else(|| format!(": {err}"))
-        )
+        let mut lines = printed.lines().skip_while(|l| !l.contains("panicked at"));
+        let panic = lines.next().map(|at| {
+            let location = at.split("panicked at ").nth(1).unwrap_or("").trim_end_matches(':');
+            let message: Vec<&str> = lines.take_while(|l| !l.starts_with("note:")).collect();
+            format!("{} (panicked at {location})", message.join(" "))
+        });
+        format!("toolset {name:?} crashed: {}", panic.unwrap_or_else(|| err.to_string()))
     }
 }
 

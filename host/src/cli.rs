@@ -180,7 +180,7 @@ fn choose_ui(cli: &Cli) -> Result<Arc<dyn Ui>> {
 }
 
 fn parse_calls(words: &[String]) -> Result<Vec<Call>> {
-    if words.len() % 2 != 0 {
+    if !words.len().is_multiple_of(2) {
         bail!(
             "call takes TOOL ARGS pairs, ARGS a JSON object (e.g. read_file '{{\"path\":\"README.md\"}}'); got an odd number of words"
         );

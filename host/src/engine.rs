@@ -84,15 +84,14 @@ impl Engine {
     /// Compiles `wasm` (named `name` in messages), or loads the cached result.
     pub fn component(&self, name: &str, wasm: &[u8]) -> Result<Component> {
         let cached = self.cache_dir.as_ref().map(|dir| dir.join(self.cache_key(wasm)));
-        if let Some(path) = &cached {
-            if path.is_file() {
-                // SAFETY: the file was written by `Component::serialize` of this
-                // engine configuration (the key includes its compatibility hash)
-                // into the user's own cache directory.
-                if let Ok(component) = unsafe { Component::deserialize_file(&self.inner, path) } {
-                    return Ok(component);
-                }
-            }
+        // SAFETY: the file was written by `Component::serialize` of this engine
+        // configuration (the key includes its compatibility hash) into the
+        // user's own, private cache directory.
+        if let Some(path) = &cached
+            && path.is_file()
+            && let Ok(component) = unsafe { Component::deserialize_file(&self.inner, path) }
+        {
+            return Ok(component);
         }
         let progress = std::io::stderr().is_terminal().then(|| {
             let bar = indicatif::ProgressBar::new_spinner();

@@ -81,7 +81,7 @@ fn search(ctx: &Ctx, args: &Args, pattern: &str) -> Result<String, String> {
         return Ok(format!("no files match {pattern}"));
     }
     // Stable: ties keep the walk's lexical order.
-    found.sort_by(|a, b| b.0.cmp(&a.0));
+    found.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
     let total = found.len();
     let footer = (total > SHOWN)
         .then(|| format!("[showing the {SHOWN} newest of {total} matches; narrow the pattern to see the rest]"));

@@ -109,12 +109,11 @@ pub fn run(ctx: &Ctx, args: &Args) -> ToolResult {
         Err(e) => return ToolResult::error(header, e),
     };
     let written = &plan.target.written;
-    if plan.created {
-        if let Some(parent) = plan.destination.parent() {
-            if let Err(e) = std::fs::create_dir_all(parent) {
-                return ToolResult::error(header, write_error(ctx, written, &e));
-            }
-        }
+    if plan.created
+        && let Some(parent) = plan.destination.parent()
+        && let Err(e) = std::fs::create_dir_all(parent)
+    {
+        return ToolResult::error(header, write_error(ctx, written, &e));
     }
     if let Err(e) = files::write_atomic(&plan.destination, plan.content.as_bytes()) {
         return ToolResult::error(header, write_error(ctx, written, &e));

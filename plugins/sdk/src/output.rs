@@ -24,18 +24,6 @@ pub fn clip(line: &str, max: usize) -> std::borrow::Cow<'_, str> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn clipping_respects_characters() {
-        assert_eq!(clip("héllo", 2), "h…");
-        assert_eq!(clip("abc", 3), "abc");
-        assert_eq!(floor_boundary("é", 1), 0);
-    }
-}
-
 /// Joins `rows` with newlines, followed by `footer` on its own line, keeping
 /// the whole within [`OUTPUT_CAP`]: rows that would pass it are left out.
 pub fn join_capped<'a>(rows: impl IntoIterator<Item = &'a str>, footer: Option<&str>) -> String {
@@ -55,4 +43,16 @@ pub fn join_capped<'a>(rows: impl IntoIterator<Item = &'a str>, footer: Option<&
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clipping_respects_characters() {
+        assert_eq!(clip("héllo", 2), "h…");
+        assert_eq!(clip("abc", 3), "abc");
+        assert_eq!(floor_boundary("é", 1), 0);
+    }
 }

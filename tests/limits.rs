@@ -52,13 +52,19 @@ fn an_endless_loop_hits_the_time_limit_and_the_next_call_works() {
 #[test]
 fn unbounded_allocation_hits_the_memory_limit_and_the_next_call_works() {
     let p = hostile("process");
-    let rs = p.calls(&[("hog", json!({})), ("echo", json!({"a": 1}))]);
+    p.write("a.txt", "still here\n");
+    let rs = p.calls(&[
+        ("hog", json!({})),
+        ("echo", json!({"a": 1})),
+        ("read_file", json!({"path": "a.txt"})),
+    ]);
     assert_eq!(
         rs[0].text,
         "toolset \"hostile\" ran past its memory limit (64 MiB) and was stopped"
     );
     assert!(rs[0].is_error);
-    assert_eq!(rs[1].text, "echo {\"a\":1}");
+    assert_eq!(rs[1].text, "echo {\"a\":1}", "the same set works again");
+    assert_eq!(rs[2].text, "     1\tstill here", "and so does another set");
 }
 
 #[test]

@@ -32,10 +32,16 @@ fn main() {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))
         .map(|h| h.join("registry").join("src"))
         .filter(|p| p.is_dir());
-    let generated = generate_tree(&PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-tree-20k"), 20_000);
+    let generated = generate_tree(
+        &PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("bench-tree-20k"),
+        20_000,
+    );
     let peers = Peers::find();
     println!("# iota-host code toolset benchmark\n");
-    println!("machine: {} cores; medians; ratio = ours / peer (lower is better)\n", std::thread::available_parallelism().map_or(1, |n| n.get()));
+    println!(
+        "machine: {} cores; medians; ratio = ours / peer (lower is better)\n",
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    );
     if let Some(registry) = &registry {
         corpus("cargo registry sources", registry, &peers);
     } else {
@@ -52,7 +58,12 @@ struct Peers {
 
 impl Peers {
     fn find() -> Peers {
-        let has = |name: &str| Command::new(name).arg("--version").output().is_ok_and(|o| o.status.success());
+        let has = |name: &str| {
+            Command::new(name)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
         let rg = has("rg").then(|| "rg".to_string());
         let fd = ["fd", "fdfind"].into_iter().find(|n| has(n)).map(str::to_string);
         if rg.is_none() || fd.is_none() {
@@ -94,7 +105,12 @@ fn ms(d: Duration) -> String {
 
 fn row(what: &str, ours: Duration, peer_name: &str, peer: Option<Duration>) {
     match peer {
-        Some(p) => println!("| {what} | {} | {peer_name} | {} | {:.2}x |", ms(ours), ms(p), ours.as_secs_f64() / p.as_secs_f64()),
+        Some(p) => println!(
+            "| {what} | {} | {peer_name} | {} | {:.2}x |",
+            ms(ours),
+            ms(p),
+            ours.as_secs_f64() / p.as_secs_f64()
+        ),
         None => println!("| {what} | {} | {peer_name} | n/a | n/a |", ms(ours)),
     }
 }
@@ -103,12 +119,22 @@ fn corpus(name: &str, root: &Path, peers: &Peers) {
     let root = std::fs::canonicalize(root).unwrap();
     let (tools, session, ui) = host_for(&root);
     let call = |tool: &str, args: serde_json::Value| {
-        let r = tools.call(&session, &ui, &Call { tool: tool.into(), args: args.to_string() });
+        let r = tools.call(
+            &session,
+            &ui,
+            &Call {
+                tool: tool.into(),
+                args: args.to_string(),
+            },
+        );
         assert!(!r.result.is_error, "{}", r.result.text);
         r.result.text
     };
     let native_session = MemorySession::default();
-    let native_ctx = iota_code::Ctx { jail: Jail::new(&root), session: &native_session };
+    let native_ctx = iota_code::Ctx {
+        jail: Jail::new(&root),
+        session: &native_session,
+    };
     let native_config = iota_code::CodeConfig::default();
     let native = |tool: &str, args: serde_json::Value| {
         let r = iota_code::invoke(&native_ctx, &native_config, tool, &args.to_string());
@@ -140,7 +166,13 @@ fn corpus(name: &str, root: &Path, peers: &Peers) {
     });
     let glob_native = median(runs, || native("glob", glob_args.clone()));
     let fd = peers.fd.as_ref().map(|fd| {
-        median(runs, || run_quiet(Command::new(fd).args(["-uu", "-g", GLOB_PATTERN, "."]).current_dir(&root)))
+        median(runs, || {
+            run_quiet(
+                Command::new(fd)
+                    .args(["-uu", "-g", GLOB_PATTERN, "."])
+                    .current_dir(&root),
+            )
+        })
     });
     let files = count_files(&root);
     println!("## {name} ({files} files, {})\n", root.display());
@@ -159,25 +191,40 @@ fn small_calls(root: &Path, peers: &Peers) {
     let root = std::fs::canonicalize(root).unwrap();
     let (tools, session, ui) = host_for(&root);
     let args = serde_json::json!({"path": "d000/f00001.rs"}).to_string();
-    let call = Call { tool: "read_file".into(), args: args.clone() };
+    let call = Call {
+        tool: "read_file".into(),
+        args: args.clone(),
+    };
     let in_process = median(500, || {
         tools.call(&session, &ui, &call);
     });
     let native_session = MemorySession::default();
-    let ctx = iota_code::Ctx { jail: Jail::new(&root), session: &native_session };
+    let ctx = iota_code::Ctx {
+        jail: Jail::new(&root),
+        session: &native_session,
+    };
     let native = median(500, || {
         iota_code::invoke(&ctx, &iota_code::CodeConfig::default(), "read_file", &args);
     });
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_iota-host"));
     let end_to_end = median(30, || {
-        run_quiet(Command::new(&bin).arg("--root").arg(&root).args(["call", "read_file", &args]));
+        run_quiet(
+            Command::new(&bin)
+                .arg("--root")
+                .arg(&root)
+                .args(["call", "read_file", &args]),
+        );
     });
     let cat = median(30, || run_quiet(Command::new("cat").arg(root.join("d000/f00001.rs"))));
     println!("## small read_file (one 1 KB file)\n");
     println!("| operation | ours | peer | peer time | ratio |");
     println!("|---|---|---|---|---|");
-    println!("| read_file in process (fresh instance per call) | {:.1} µs | same code, native | {:.1} µs | {:.2}x |",
-        in_process.as_secs_f64() * 1e6, native.as_secs_f64() * 1e6, in_process.as_secs_f64() / native.as_secs_f64());
+    println!(
+        "| read_file in process (fresh instance per call) | {:.1} µs | same code, native | {:.1} µs | {:.2}x |",
+        in_process.as_secs_f64() * 1e6,
+        native.as_secs_f64() * 1e6,
+        in_process.as_secs_f64() / native.as_secs_f64()
+    );
     row("`iota-host call read_file`, warm cache", end_to_end, "cat", Some(cat));
     println!();
 }
@@ -211,7 +258,9 @@ fn generate_tree(root: &Path, files: usize) -> PathBuf {
         seed ^= seed << 17;
         seed
     };
-    let words = ["let", "fn", "struct", "impl", "match", "value", "error", "config", "tool", "path", "self", "return"];
+    let words = [
+        "let", "fn", "struct", "impl", "match", "value", "error", "config", "tool", "path", "self", "return",
+    ];
     for i in 0..files {
         let dir = root.join(format!("d{:03}", i / 100));
         std::fs::create_dir_all(&dir).unwrap();

@@ -104,11 +104,7 @@ fn search(ctx: &Ctx, args: &Args, pattern: &str) -> Result<String, String> {
                 continue;
             }
         }
-        let Ok(mut file) = std::fs::File::open(entry.path()) else {
-            continue;
-        };
-        let Ok(meta) = file.metadata() else { continue };
-        if meta.len() > MAX_FILE || files::read_up_to(&mut file, meta.len(), MAX_FILE, &mut buf).is_err() {
+        if !files::read_small_file(entry.path(), MAX_FILE, &mut buf).unwrap_or(false) {
             continue;
         }
         if files::is_binary(&buf) {

@@ -5,6 +5,7 @@
 use crate::config::{Agent, Capability, Config, SetValue};
 use crate::embedded;
 use crate::engine::Engine;
+use crate::shell::ShellToolset;
 use crate::shell::config::ShellConfig;
 use crate::toolset::{ToolSpec, Toolset};
 use crate::wasm_toolset::{LoadError, WasmToolset};
@@ -104,27 +105,19 @@ fn load_set(
         let mut grants = default_grants();
         grants.extend(decl.grant.iter().flatten().copied());
         (wasm.into(), grants, decl.limits)
+    } else if name == "shell" {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let cwd = std::env::current_dir().unwrap_or_else(|_| root.to_path_buf());
+        return Ok(ShellConfig::decode(value, home.as_deref(), &cwd)
+            .map(|config| Arc::new(ShellToolset::new(config, root)) as Arc<dyn Toolset>));
     } else if let Some(builtin) = embedded::builtin(name) {
         (builtin.wasm.into(), builtin.grants, Default::default())
     } else {
-        return Ok(Err(unavailable_builtin(name, value, root)));
+        return Ok(Err("not available in this build of iota-host yet".to_string()));
     };
     match WasmToolset::load(engine, name, &wasm, grants, limits, root.to_path_buf(), value) {
         Ok(set) => Ok(Ok(Arc::new(set))),
         Err(LoadError::Config(why)) => Ok(Err(why)),
         Err(LoadError::Fatal(why)) => bail!(why),
     }
-}
-
-/// Why a built-in set this build does not provide yet is left out: its
-/// configuration's own refusal first, so config mistakes surface today.
-fn unavailable_builtin(name: &str, value: &serde_json::Value, root: &Path) -> String {
-    if name == "shell" {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        let cwd = std::env::current_dir().unwrap_or_else(|_| root.to_path_buf());
-        if let Err(why) = ShellConfig::decode(value, home.as_deref(), &cwd) {
-            return why;
-        }
-    }
-    "not available in this build of iota-host yet".to_string()
 }

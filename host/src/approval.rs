@@ -59,7 +59,7 @@ pub fn gate(
     args: &str,
     header: &str,
 ) -> Decision {
-    if spec.approval == Approval::Never {
+    if set.approval(&spec.name, args) == Approval::Never {
         return Decision::NotNeeded;
     }
     if session.is_approved(set.name(), &spec.name) {

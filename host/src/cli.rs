@@ -134,6 +134,9 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
                 calls.iter().map(|call| tools.call(&session, &ui, call)).collect()
             };
             print_outcomes(&outcomes, json);
+            // `call` waits for the session's background jobs, then prints their notices.
+            session.jobs().wait_all();
+            print_notices(&session.jobs().take_notices(), json);
             let failed = outcomes.iter().any(|o| o.result.is_error);
             Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
@@ -258,4 +261,16 @@ fn print_outcomes(outcomes: &[Outcome], json: bool) {
         }
     }
     let _ = out.flush();
+}
+
+/// Background-job notices: text, or one `{"notice": "..."}` object each.
+fn print_notices(notices: &[String], json: bool) {
+    let mut out = std::io::stdout().lock();
+    for notice in notices {
+        if json {
+            let _ = writeln!(out, "{}", serde_json::json!({ "notice": notice }));
+        } else {
+            let _ = writeln!(out, "{notice}");
+        }
+    }
 }

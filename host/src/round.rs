@@ -45,7 +45,9 @@ impl AgentTools {
                 result: ToolResult::failure(&call.tool, format!("unknown tool: {}", call.tool)),
             };
         };
-        let header = header_guess(&call.tool, &call.args);
+        let header = set
+            .header(&call.tool, &call.args)
+            .unwrap_or_else(|| header_guess(&call.tool, &call.args));
         let decision = approval::gate(set, spec, session, ui, &call.args, &header);
         let result = match &decision {
             Decision::Refused(text) => ToolResult {
@@ -72,7 +74,9 @@ impl AgentTools {
         let concurrent = calls.len() > 1
             && calls.iter().all(|c| {
                 self.find(&c.tool).is_some_and(|(set, spec)| {
-                    spec.parallel && (spec.approval == Approval::Never || session.is_approved(set.name(), &spec.name))
+                    spec.parallel
+                        && (set.approval(&c.tool, &c.args) == Approval::Never
+                            || session.is_approved(set.name(), &spec.name))
                 })
             });
         if !concurrent {

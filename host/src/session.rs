@@ -2,20 +2,70 @@
 //! MCP connection — toolset state (the read ledger) and "allow for this
 //! session" approvals.
 
+use crate::shell::jobs::Jobs;
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
-/// Per-session state, shared by every call of the session.
-#[derive(Debug, Default)]
+/// Per-session state, shared by every call of the session. Dropping it kills
+/// the session's background jobs and removes its private /tmp.
+#[derive(Debug)]
 pub struct Session {
     state: Mutex<HashMap<(String, String), Vec<u8>>>,
     approved: Mutex<HashSet<(String, String)>>,
+    jobs: Arc<Jobs>,
+    private_tmp: OnceLock<PathBuf>,
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Session {
+            state: Mutex::default(),
+            approved: Mutex::default(),
+            jobs: Jobs::new(),
+            private_tmp: OnceLock::new(),
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        self.jobs.kill_all();
+        if let Some(dir) = self.private_tmp.get() {
+            let _ = std::fs::remove_dir_all(dir.parent().unwrap_or(dir));
+        }
+    }
 }
 
 impl Session {
     /// A new, empty session.
     pub fn new() -> Session {
         Session::default()
+    }
+
+    /// The session's background jobs and their notices.
+    pub fn jobs(&self) -> &Arc<Jobs> {
+        &self.jobs
+    }
+
+    /// The session's private directory, mounted as /tmp inside the sandbox
+    /// (created on first use, private to its owner).
+    pub fn private_tmp(&self) -> std::io::Result<PathBuf> {
+        if let Some(dir) = self.private_tmp.get() {
+            return Ok(dir.clone());
+        }
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let base = std::env::temp_dir().join(format!(
+            "iota-{}-s{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let dir = base.join("tmp");
+        std::fs::create_dir_all(&dir)?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o700))?;
+        Ok(self.private_tmp.get_or_init(|| dir).clone())
     }
 
     /// The value `set` stored under `key`. Each toolset sees only its own keys.

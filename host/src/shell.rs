@@ -1,5 +1,414 @@
-//! The native `shell` toolset. Its configuration is decoded here with the
-//! spec's refusal texts; the tool itself (sandbox, jobs, output caps) is the
-//! next capability to land.
+//! The native `shell` toolset: one tool, `shell`, that runs a command line in a
+//! fresh interpreter — sandboxed where the OS has a sandbox, with approval
+//! where it has none — and returns its combined output under the spec's caps.
+//!
+//! `config.rs` decodes `tools.shell`; `sandbox.rs` builds the bubblewrap
+//! command line or Seatbelt profile; `run.rs` spawns, streams and kills;
+//! `output.rs` is the cap; `jobs.rs` the background jobs; `iota.rs` the one
+//! command line that may leave the sandbox.
 
 pub mod config;
+pub mod iota;
+pub mod jobs;
+pub mod output;
+pub mod run;
+pub mod sandbox;
+
+use crate::caps::ui::Ui;
+use crate::session::Session;
+use crate::toolset::{Approval, Presentation, ToolResult, ToolSpec, Toolset};
+use config::{SandboxMode, ShellConfig};
+use iota_toolset::args::Args;
+use run::{Ending, Running};
+use sandbox::{Policy, Sandbox};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The tool's name, on every platform and under every interpreter.
+pub const NAME: &str = "shell";
+/// A foreground call waits this long, then continues as a background job.
+pub const YIELD_AFTER: Duration = Duration::from_secs(20);
+
+/// `timeout` refusal.
+pub const BAD_TIMEOUT: &str = "timeout must be a positive number of seconds";
+
+/// The interpreter that runs every call: `$IOTA_SHELL`, else bash.
+#[derive(Debug, Clone)]
+pub struct Interpreter {
+    /// As named (a path or a name on PATH).
+    pub program: String,
+    /// The flag(s) before the command line.
+    pub flags: Vec<String>,
+}
+
+impl Interpreter {
+    /// `$IOTA_SHELL` or `bash`, with the flags its family takes.
+    pub fn from_env() -> Interpreter {
+        let program = std::env::var("IOTA_SHELL")
+            .ok()
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| "bash".into());
+        let base = Path::new(&program)
+            .file_stem()
+            .map(|s| s.to_string_lossy().to_lowercase())
+            .unwrap_or_default();
+        let flags = match base.as_str() {
+            "pwsh" | "powershell" => vec!["-NoLogo", "-NoProfile", "-NonInteractive", "-Command"],
+            "cmd" => vec!["/C"],
+            _ => vec!["-c"],
+        };
+        Interpreter {
+            program,
+            flags: flags.into_iter().map(String::from).collect(),
+        }
+    }
+
+    fn argv(&self, line: &str) -> Vec<OsString> {
+        let mut argv = vec![OsString::from(&self.program)];
+        argv.extend(self.flags.iter().map(OsString::from));
+        argv.push(line.into());
+        argv
+    }
+}
+
+/// The shell set, configured.
+pub struct ShellToolset {
+    config: ShellConfig,
+    sandbox: Sandbox,
+    root: PathBuf,
+    interpreter: Interpreter,
+    running_binary: Option<PathBuf>,
+    spec: [ToolSpec; 1],
+}
+
+impl ShellToolset {
+    /// The set for `config` at `root`; the sandbox is detected here, once.
+    pub fn new(config: ShellConfig, root: &Path) -> ShellToolset {
+        let sandbox = if config.sandbox == SandboxMode::Off {
+            Sandbox::Unavailable
+        } else {
+            Sandbox::detect()
+        };
+        ShellToolset::with_sandbox(config, root, sandbox)
+    }
+
+    /// The same with an explicit sandbox (tests, embedders that decided already).
+    pub fn with_sandbox(config: ShellConfig, root: &Path, sandbox: Sandbox) -> ShellToolset {
+        let interpreter = Interpreter::from_env();
+        let sandboxed = config.sandbox == SandboxMode::Auto && sandbox.is_available();
+        let spec = ToolSpec {
+            name: NAME.into(),
+            description: description(&interpreter, sandboxed, config.network),
+            parameters: PARAMETERS.into(),
+            approval: if config.auto_run || sandboxed {
+                Approval::Never
+            } else {
+                Approval::Required
+            },
+            parallel: true,
+            presentation: Presentation::Group,
+            read_only: false,
+        };
+        let running_binary = std::env::current_exe().ok().and_then(|p| std::fs::canonicalize(p).ok());
+        ShellToolset {
+            config,
+            sandbox,
+            root: root.to_path_buf(),
+            interpreter,
+            running_binary,
+            spec: [spec],
+        }
+    }
+
+    /// Whether calls of this set are sandboxed (the iota exception aside).
+    pub fn sandboxed(&self) -> bool {
+        self.config.sandbox == SandboxMode::Auto && self.sandbox.is_available()
+    }
+
+    fn cwd(&self, args: &Args) -> PathBuf {
+        match args.optional_str("cwd").ok().flatten() {
+            Some(cwd) => self.root.join(cwd),
+            None => self.root.clone(),
+        }
+    }
+
+    /// Whether this call is the iota exception (leaves a sandboxed set).
+    fn leaves_sandbox(&self, line: &str, cwd: &Path) -> bool {
+        self.sandboxed()
+            && iota::is_iota_call(
+                line,
+                self.running_binary.as_deref(),
+                cwd,
+                std::env::var("PATH").ok().as_deref(),
+            )
+    }
+
+    fn header_for(&self, args: &Args) -> String {
+        let line = args.required_str("command").unwrap_or_default();
+        let mut header = String::from(NAME);
+        if args.optional_bool("background").ok().flatten() == Some(true) {
+            header.push_str(" (background)");
+        }
+        header.push(' ');
+        if let Some(cwd) = args.optional_str("cwd").ok().flatten() {
+            header.push_str(&format!("cd {cwd} && "));
+        }
+        header.push_str(line);
+        if self.leaves_sandbox(line, &self.cwd(args)) {
+            header.push_str(" (outside the sandbox)");
+        }
+        header
+    }
+
+    fn argv(&self, line: &str, cwd: &Path, session: &Session, sandboxed: bool) -> std::io::Result<Vec<OsString>> {
+        let argv = self.interpreter.argv(line);
+        if !sandboxed {
+            return Ok(argv);
+        }
+        let policy = Policy {
+            root: self.root.clone(),
+            private_tmp: session.private_tmp()?,
+            cache: cache_dir(),
+            extra_writable: self.config.write.clone(),
+            visible: vec![jobs_dir()],
+            network: self.config.network,
+        };
+        Ok(match &self.sandbox {
+            Sandbox::Bubblewrap(bwrap) => {
+                let mut full = vec![bwrap.clone().into_os_string()];
+                full.extend(sandbox::bwrap_args(&policy, cwd, &argv));
+                full
+            }
+            Sandbox::Seatbelt => {
+                let mut full: Vec<OsString> = vec![
+                    "/usr/bin/sandbox-exec".into(),
+                    "-p".into(),
+                    sandbox::seatbelt_profile(&policy).into(),
+                ];
+                full.extend(argv);
+                full
+            }
+            Sandbox::Unavailable => argv,
+        })
+    }
+
+    fn run(&self, session: &Arc<Session>, args: &Args) -> Result<String, ToolResult> {
+        let header = self.header_for(args);
+        let fail = |text: String| ToolResult {
+            text,
+            is_error: true,
+            header: header.clone(),
+            diff: None,
+        };
+        let line = args.required_str("command").map_err(fail)?;
+        let timeout = parse_timeout(args).map_err(fail)?;
+        let background = args.optional_bool("background").map_err(fail)?.unwrap_or(false);
+        let cwd = self.cwd(args);
+        let sandboxed = self.sandboxed() && !self.leaves_sandbox(line, &cwd);
+        let jobs = session.jobs();
+        if background && !jobs.has_room() {
+            return Err(fail(format!(
+                "too many background jobs running ({}); wait for one to finish",
+                jobs::MAX_JOBS
+            )));
+        }
+        if !cwd.is_dir() {
+            let why = std::fs::metadata(&cwd)
+                .err()
+                .map_or("Not a directory".to_string(), |e| e.kind().to_string());
+            return Err(fail(format!(
+                "failed to run: cannot use {} as the working directory: {why}",
+                cwd.display()
+            )));
+        }
+        let argv = self
+            .argv(line, &cwd, session, sandboxed)
+            .map_err(|e| fail(format!("failed to run: {e}")))?;
+        let id = jobs.next_id();
+        let log = jobs_dir_created()
+            .map_err(|e| fail(format!("failed to run: {e}")))?
+            .join(format!("{id}.log"));
+        let running =
+            Running::start(&argv, &cwd, log.clone(), timeout).map_err(|e| fail(format!("failed to run: {e}")))?;
+        // The label is the command as the header shows it, without the tool name
+        // and the (background) mark.
+        let shown = header.strip_prefix("shell ").unwrap_or(&header);
+        let label = jobs::label(shown.strip_prefix("(background) ").unwrap_or(shown));
+        if background {
+            jobs.adopt(id.clone(), label, line.to_string(), running.clone());
+            return Ok(format!(
+                "Started background job {id} (pid {}). Output: {}\nA notice with its exit status and output arrives when it finishes; run `tail -n 50 {}` to see progress meanwhile.",
+                running.pid,
+                log.display(),
+                log.display()
+            ));
+        }
+        let room = jobs.has_room();
+        let ending = running.wait(if room { Some(YIELD_AFTER) } else { None });
+        let Some(ending) = ending else {
+            let so_far = running.output();
+            jobs.adopt(id.clone(), label, line.to_string(), running.clone());
+            return Ok(format!(
+                "Still running after {} as background job {id} (pid {}). Output so far:\n{}\nA notice with its exit status and output arrives when it finishes; do not poll (`tail -f {}` only if you need progress).",
+                run::duration(YIELD_AFTER),
+                running.pid,
+                so_far.strip_suffix('\n').unwrap_or(&so_far),
+                log.display()
+            ));
+        };
+        let _ = std::fs::remove_file(&log);
+        let mut text = outcome(&running.output(), &ending).map_err(fail)?;
+        if !room {
+            text.push_str(&format!(
+                "\n[waited to the end instead of moving to the background: too many background jobs running ({})]",
+                jobs::MAX_JOBS
+            ));
+        }
+        Ok(text)
+    }
+}
+
+/// The spec's outcome table, after the command ran: `Err` for the error rows.
+pub fn outcome(output: &str, ending: &Ending) -> Result<String, String> {
+    let with = |note: String| {
+        if output.is_empty() {
+            note
+        } else if output.ends_with('\n') {
+            format!("{output}{note}")
+        } else {
+            format!("{output}\n{note}")
+        }
+    };
+    match ending {
+        Ending::TimedOut(after) => Err(with(format!("[command timed out after {}]", run::duration(*after)))),
+        Ending::Cancelled | Ending::Killed => Err(with("[command cancelled]".to_string())),
+        Ending::Exit(0) if output.is_empty() => Ok("[command produced no output]".to_string()),
+        Ending::Exit(0) => Ok(output.strip_suffix('\n').unwrap_or(output).to_string()),
+        Ending::Exit(code) => Err(with(format!("[exit code {code}]"))),
+    }
+}
+
+fn parse_timeout(args: &Args) -> Result<Option<Duration>, String> {
+    let Some(value) = args.raw("timeout") else {
+        return Ok(None);
+    };
+    let secs = match value {
+        serde_json::Value::Number(n) => n.as_f64(),
+        serde_json::Value::String(s) => s.trim().parse::<f64>().ok(),
+        _ => None,
+    };
+    match secs {
+        Some(s) if s > 0.0 && s.is_finite() && s < 1e9 => Ok(Some(Duration::from_secs_f64(s))),
+        _ => Err(BAD_TIMEOUT.to_string()),
+    }
+}
+
+/// The cache directory the sandbox lets commands write (created if missing).
+fn cache_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir)
+}
+
+/// `/tmp/iota-jobs/<pid>`: every command's log, uncapped.
+pub fn jobs_dir() -> PathBuf {
+    std::env::temp_dir()
+        .join("iota-jobs")
+        .join(std::process::id().to_string())
+}
+
+fn jobs_dir_created() -> std::io::Result<PathBuf> {
+    let dir = jobs_dir();
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+/// JSON Schema of the arguments.
+pub const PARAMETERS: &str = r#"{"type":"object","properties":{"command":{"type":"string","description":"The command line, e.g. go test ./... 2>&1 | tail -20"},"cwd":{"type":"string","description":"Working directory; relative paths are resolved against the project root. Default: the project root."},"timeout":{"type":"number","description":"Kill the command after this many seconds. Default: none."},"background":{"type":"boolean","description":"Start the command and return at once with a job id (servers, watchers, child agents). Default false."}},"required":["command"],"additionalProperties":false}"#;
+
+/// The description the model reads: the interpreter in its first sentence,
+/// then the regime it runs in.
+pub fn description(interpreter: &Interpreter, sandboxed: bool, network: bool) -> String {
+    let name = Path::new(&interpreter.program)
+        .file_name()
+        .map_or(interpreter.program.clone(), |n| n.to_string_lossy().into_owned());
+    let regime = if !sandboxed {
+        "Commands run WITHOUT a sandbox on this system, with the user's full permissions — be conservative.".to_string()
+    } else if network {
+        "Commands run inside an OS sandbox: file writes are confined to the project root and temp/cache directories (writes elsewhere fail with permission errors), and network access is allowed.".to_string()
+    } else {
+        "Commands run inside an OS sandbox: file writes are confined to the project root and temp/cache directories (writes elsewhere fail with permission errors), and network access is BLOCKED.".to_string()
+    };
+    format!(
+        "Runs one command line with {name} ({} {} \"<command>\") and returns its combined stdout and stderr. {regime} \
+Nothing carries over between calls — environment variables, functions, aliases and cd all reset — so repeat what a command depends on. \
+Output is capped at 32 KB and 512 lines; pipe through head, tail or grep to narrow it. \
+A command still running after 20 s continues as a background job and its result arrives later as a notice; \
+set background: true for servers, watchers and child agents (a job that must outlive the session detaches itself with nohup or setsid). \
+Never poll a job.",
+        interpreter.program,
+        interpreter.flags.join(" ")
+    )
+}
+
+impl Toolset for ShellToolset {
+    fn name(&self) -> &str {
+        NAME
+    }
+
+    fn tools(&self) -> &[ToolSpec] {
+        &self.spec
+    }
+
+    fn prompt(&self) -> Option<String> {
+        None
+    }
+
+    fn preview(&self, _: &Arc<Session>, _: &str, _: &str) -> Option<String> {
+        None
+    }
+
+    fn approval(&self, _tool: &str, args: &str) -> Approval {
+        if self.config.auto_run {
+            return Approval::Never;
+        }
+        if !self.sandboxed() {
+            return Approval::Required;
+        }
+        let Ok(args) = Args::parse(args) else {
+            return Approval::Never;
+        };
+        let line = args.required_str("command").unwrap_or_default();
+        if self.leaves_sandbox(line, &self.cwd(&args)) {
+            Approval::Required
+        } else {
+            Approval::Never
+        }
+    }
+
+    fn header(&self, _tool: &str, args: &str) -> Option<String> {
+        Args::parse(args).ok().map(|args| self.header_for(&args))
+    }
+
+    fn invoke(&self, session: &Arc<Session>, _ui: &Arc<dyn Ui>, _tool: &str, args: &str) -> ToolResult {
+        let args = match Args::parse(args) {
+            Ok(args) => args,
+            Err(e) => return ToolResult::failure(NAME, e),
+        };
+        let header = self.header_for(&args);
+        match self.run(session, &args) {
+            Ok(text) => ToolResult {
+                text,
+                is_error: false,
+                header,
+                diff: None,
+            },
+            Err(result) => result,
+        }
+    }
+}

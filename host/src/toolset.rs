@@ -18,6 +18,18 @@ pub trait Toolset: Send + Sync {
     fn prompt(&self) -> Option<String>;
     /// What a call would change, computed without changing anything.
     fn preview(&self, session: &Arc<Session>, tool: &str, args: &str) -> Option<String>;
+    /// Whether this call needs approval; by default the tool's spec decides.
+    fn approval(&self, tool: &str, _args: &str) -> Approval {
+        self.tools()
+            .iter()
+            .find(|t| t.name == tool)
+            .map_or(Approval::Required, |t| t.approval)
+    }
+    /// The call's header before it runs (for the approval question), when the
+    /// toolset can say without running it.
+    fn header(&self, _tool: &str, _args: &str) -> Option<String> {
+        None
+    }
     /// Runs one call that has passed the approval gate.
     fn invoke(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, tool: &str, args: &str) -> ToolResult;
 }

@@ -239,3 +239,47 @@ impl LibraryHost {
         }
     }
 }
+
+/// Runs `iota-host call --json` and returns the results and the notices.
+pub fn call_with_notices(project: &Project, calls: &[(&str, Value)]) -> (Vec<Result>, Vec<String>) {
+    let mut args = vec!["call".to_string(), "--json".to_string()];
+    for (tool, value) in calls {
+        args.push(tool.to_string());
+        args.push(value.to_string());
+    }
+    let out = project.command().args(&args).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let mut results = Vec::new();
+    let mut notices = Vec::new();
+    for line in stdout.lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        match v.get("notice") {
+            Some(n) => notices.push(n.as_str().unwrap().to_string()),
+            None => results.push(parse_result(line)),
+        }
+    }
+    (results, notices)
+}
+
+/// Whether bubblewrap can sandbox here; prints why not when it cannot.
+pub fn sandbox_works() -> bool {
+    let ok = std::process::Command::new("bwrap")
+        .args([
+            "--unshare-user",
+            "--unshare-pid",
+            "--ro-bind",
+            "/",
+            "/",
+            "--proc",
+            "/proc",
+            "--dev",
+            "/dev",
+            "true",
+        ])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!("SKIPPED: bubblewrap (bwrap) is missing or cannot create namespaces on this machine");
+    }
+    ok
+}

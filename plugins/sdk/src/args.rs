@@ -25,6 +25,11 @@ impl Args {
         }
     }
 
+    /// The raw value of `name`, when present and not null.
+    pub fn raw(&self, name: &str) -> Option<&Value> {
+        self.get(name)
+    }
+
     fn get(&self, name: &str) -> Option<&Value> {
         self.map.get(name).filter(|v| !v.is_null())
     }

@@ -1,0 +1,251 @@
+//! Running one command line: spawn, stream the combined output into the cap
+//! and a log file, enforce the timeout, and kill the whole process tree.
+//!
+//! A process tree is killed by its process group and, because a command can
+//! `setsid` its way out of the group, by a marker in the environment every
+//! descendant inherits: the sweep kills each process that carries it. Inside
+//! the sandbox the PID namespace makes this total: when bwrap dies, so does
+//! everything it started.
+
+use super::output::CappedOutput;
+use nix::sys::signal::{Signal, kill};
+use nix::unistd::Pid;
+use std::ffi::OsString;
+use std::io::{Read, Write};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// The environment variable that marks a command's processes.
+pub const MARKER_VAR: &str = "IOTA_SHELL_RUN";
+
+/// How a command ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ending {
+    /// It exited with this code (a signal `n` reads as `128 + n`, as in bash).
+    Exit(i32),
+    /// Its timeout expired and it was killed.
+    TimedOut(Duration),
+    /// Someone cancelled it.
+    Cancelled,
+    /// It was killed because its session ended or the user asked.
+    Killed,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    output: CappedOutput,
+    ending: Option<Ending>,
+}
+
+/// A started command.
+#[derive(Debug)]
+pub struct Running {
+    /// Its process id (bwrap's, when sandboxed).
+    pub pid: u32,
+    /// When it started.
+    pub started: Instant,
+    /// Its log file: every byte of its output, uncapped.
+    pub log: PathBuf,
+    marker: String,
+    state: Mutex<State>,
+    done: Condvar,
+    stop: Mutex<Option<Ending>>,
+}
+
+static NEXT_MARKER: AtomicU64 = AtomicU64::new(1);
+
+impl Running {
+    /// Starts `argv` in `cwd` with output to `log`; the timeout, if any, is
+    /// enforced by a watcher thread.
+    pub fn start(
+        argv: &[OsString],
+        cwd: &Path,
+        log: PathBuf,
+        timeout: Option<Duration>,
+    ) -> std::io::Result<Arc<Running>> {
+        let marker = format!("{}-{}", std::process::id(), NEXT_MARKER.fetch_add(1, Ordering::Relaxed));
+        let (reader, writer) = std::io::pipe()?;
+        let mut log_file = std::fs::File::create(&log)?;
+        let mut command = Command::new(&argv[0]);
+        command
+            .args(&argv[1..])
+            .current_dir(cwd)
+            .env(MARKER_VAR, &marker)
+            .stdin(Stdio::null())
+            .stdout(writer.try_clone()?)
+            .stderr(writer)
+            .process_group(0);
+        let child = command.spawn()?;
+        drop(command);
+        let running = Arc::new(Running {
+            pid: child.id(),
+            started: Instant::now(),
+            log,
+            marker,
+            state: Mutex::new(State::default()),
+            done: Condvar::new(),
+            stop: Mutex::new(None),
+        });
+        let (eof_tx, eof_rx) = std::sync::mpsc::channel::<()>();
+        let reading = running.clone();
+        std::thread::spawn(move || {
+            let mut reader = reader;
+            let mut chunk = vec![0u8; 64 * 1024];
+            loop {
+                match reader.read(&mut chunk) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        let _ = log_file.write_all(&chunk[..n]);
+                        reading.state.lock().unwrap().output.push(&chunk[..n]);
+                    }
+                }
+            }
+            let _ = eof_tx.send(());
+        });
+        let waiting = running.clone();
+        std::thread::spawn(move || waiting.watch(child, timeout, eof_rx));
+        Ok(running)
+    }
+
+    fn watch(&self, mut child: Child, timeout: Option<Duration>, eof: std::sync::mpsc::Receiver<()>) {
+        let deadline = timeout.map(|t| self.started + t);
+        let ending = loop {
+            if let Some(stop) = self.stop.lock().unwrap().clone() {
+                self.kill_tree();
+                let _ = child.wait();
+                break stop;
+            }
+            match child.try_wait() {
+                Ok(Some(status)) => {
+                    break Ending::Exit(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)));
+                }
+                Ok(None) => {}
+                Err(_) => break Ending::Killed,
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                self.kill_tree();
+                let _ = child.wait();
+                break Ending::TimedOut(timeout.unwrap_or_default());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        // Output still in the pipe arrives within moments; a daemon the
+        // command left behind may hold the pipe open for ever, so do not wait
+        // for it longer than that.
+        let _ = eof.recv_timeout(Duration::from_millis(250));
+        let mut state = self.state.lock().unwrap();
+        state.ending = Some(ending);
+        self.done.notify_all();
+    }
+
+    /// Kills the command and every process it started.
+    pub fn kill_tree(&self) {
+        let _ = kill(Pid::from_raw(-(self.pid as i32)), Signal::SIGKILL);
+        // Processes that left the group (setsid) still carry the marker.
+        for _ in 0..3 {
+            let stragglers = marked_processes(&self.marker);
+            if stragglers.is_empty() {
+                break;
+            }
+            for pid in stragglers {
+                let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Asks the watcher to stop the command, recording why.
+    pub fn stop(&self, why: Ending) {
+        let mut stop = self.stop.lock().unwrap();
+        if stop.is_none() {
+            *stop = Some(why);
+        }
+    }
+
+    /// Waits until it ends or `limit` passes; the ending, if it ended.
+    pub fn wait(&self, limit: Option<Duration>) -> Option<Ending> {
+        let state = self.state.lock().unwrap();
+        let state = match limit {
+            Some(limit) => {
+                self.done
+                    .wait_timeout_while(state, limit, |s| s.ending.is_none())
+                    .unwrap()
+                    .0
+            }
+            None => self.done.wait_while(state, |s| s.ending.is_none()).unwrap(),
+        };
+        state.ending.clone()
+    }
+
+    /// The ending, if it has ended.
+    pub fn ending(&self) -> Option<Ending> {
+        self.state.lock().unwrap().ending.clone()
+    }
+
+    /// The capped output so far.
+    pub fn output(&self) -> String {
+        self.state.lock().unwrap().output.render()
+    }
+
+    /// Whether it printed anything.
+    pub fn printed_anything(&self) -> bool {
+        !self.state.lock().unwrap().output.is_empty()
+    }
+}
+
+/// PIDs of live processes whose environment carries `MARKER_VAR=marker`.
+fn marked_processes(marker: &str) -> Vec<i32> {
+    let needle = format!("{MARKER_VAR}={marker}");
+    let me = std::process::id() as i32;
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var == needle.as_bytes()))
+        })
+        .collect()
+}
+
+/// Go-style durations, as the spec writes them: `42s`, `1m12s`, `10m0s`, `1h0m0s`.
+pub fn duration(d: Duration) -> String {
+    let total = d.as_secs_f64();
+    if total < 1.0 && total > 0.0 {
+        return format!("{}ms", d.as_millis());
+    }
+    if d.subsec_millis() != 0 && total < 60.0 {
+        return format!("{}s", (total * 1000.0).round() / 1000.0);
+    }
+    let secs = d.as_secs();
+    let (h, m, s) = (secs / 3600, secs % 3600 / 60, secs % 60);
+    if h > 0 {
+        format!("{h}h{m}m{s}s")
+    } else if m > 0 {
+        format!("{m}m{s}s")
+    } else {
+        format!("{s}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_like_go() {
+        assert_eq!(duration(Duration::from_secs(600)), "10m0s");
+        assert_eq!(duration(Duration::from_secs(42)), "42s");
+        assert_eq!(duration(Duration::from_secs(72)), "1m12s");
+        assert_eq!(duration(Duration::from_secs(3600)), "1h0m0s");
+        assert_eq!(duration(Duration::from_millis(1500)), "1.5s");
+        assert_eq!(duration(Duration::from_millis(250)), "250ms");
+    }
+}

@@ -1,0 +1,258 @@
+//! The OS sandbox for shell commands: bubblewrap on Linux, Seatbelt on macOS.
+//!
+//! Spec: "Writes are confined to this set of directories, in this order,
+//! duplicates dropped: the project root; the run's temp directory; /tmp; the
+//! cache directory (created if missing); then every write: path, made absolute.
+//! … Network is blocked unless network: true." On top of that, hardening the
+//! way codex-rs and Claude Code do: a new session (no TIOCSTI into the
+//! terminal), a new PID namespace with its own /proc (no host environ), all
+//! capabilities dropped even when the host runs as root, the root's `.git`
+//! read-only (no hook planting, no renaming it away), a private /tmp per
+//! session, and no host unix sockets reachable when the network is off.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// Which sandbox this machine has; decided once, at startup.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Sandbox {
+    /// bubblewrap, at this path.
+    Bubblewrap(PathBuf),
+    /// macOS Seatbelt through `/usr/bin/sandbox-exec`.
+    Seatbelt,
+    /// None available.
+    Unavailable,
+}
+
+impl Sandbox {
+    /// Finds the machine's sandbox: `bwrap` on PATH that can actually create a
+    /// namespace here (some containers forbid it), or `sandbox-exec` on macOS.
+    pub fn detect() -> Sandbox {
+        if cfg!(target_os = "macos") && Path::new("/usr/bin/sandbox-exec").exists() {
+            return Sandbox::Seatbelt;
+        }
+        let Some(bwrap) = find_on_path("bwrap") else {
+            return Sandbox::Unavailable;
+        };
+        let works = std::process::Command::new(&bwrap)
+            .args([
+                "--unshare-user",
+                "--unshare-pid",
+                "--ro-bind",
+                "/",
+                "/",
+                "--proc",
+                "/proc",
+                "--dev",
+                "/dev",
+                "true",
+            ])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        if works {
+            Sandbox::Bubblewrap(bwrap)
+        } else {
+            Sandbox::Unavailable
+        }
+    }
+
+    /// Whether commands can be sandboxed.
+    pub fn is_available(&self) -> bool {
+        !matches!(self, Sandbox::Unavailable)
+    }
+}
+
+/// What one sandboxed command may do.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    /// The project root (writable; its `.git` read-only).
+    pub root: PathBuf,
+    /// The session's private directory, mounted as `/tmp` (the run's temp dir).
+    pub private_tmp: PathBuf,
+    /// The cache directory (`$XDG_CACHE_HOME` or `~/.cache`).
+    pub cache: Option<PathBuf>,
+    /// Extra writable directories from `write:`.
+    pub extra_writable: Vec<PathBuf>,
+    /// Directories visible read-only at the same path even under the private
+    /// /tmp (the background-job logs the model is told to `tail`).
+    pub visible: Vec<PathBuf>,
+    /// Whether the network is allowed.
+    pub network: bool,
+}
+
+impl Policy {
+    /// The writable directories in the spec's order, duplicates dropped.
+    pub fn writable(&self) -> Vec<PathBuf> {
+        let mut out: Vec<PathBuf> = Vec::new();
+        let candidates = [
+            Some(self.root.clone()),
+            Some(self.private_tmp.clone()),
+            Some(PathBuf::from("/tmp")),
+            self.cache.clone(),
+        ];
+        for dir in candidates
+            .into_iter()
+            .flatten()
+            .chain(self.extra_writable.iter().cloned())
+        {
+            if !out.contains(&dir) {
+                out.push(dir);
+            }
+        }
+        out
+    }
+}
+
+/// The bubblewrap command line that runs `argv` under `policy` in `cwd`.
+pub fn bwrap_args(policy: &Policy, cwd: &Path, argv: &[OsString]) -> Vec<OsString> {
+    let mut args: Vec<OsString> = Vec::new();
+    let mut flags = |items: &[&str]| args.extend(items.iter().map(OsString::from));
+    flags(&["--new-session", "--die-with-parent"]);
+    flags(&[
+        "--unshare-user",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+    ]);
+    if !policy.network {
+        flags(&["--unshare-net"]);
+    }
+    flags(&[
+        "--cap-drop",
+        "ALL",
+        "--ro-bind",
+        "/",
+        "/",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+    ]);
+    if !policy.network {
+        // Host daemons' sockets (dbus, docker, …) live under /run.
+        flags(&["--tmpfs", "/run"]);
+    }
+    let mut mount = |kind: &str, source: &Path, destination: &Path| {
+        args.extend([kind.into(), source.into(), destination.into()]);
+    };
+    // The private /tmp first: later binds may live below /tmp and land on top of it.
+    mount("--bind", &policy.private_tmp, Path::new("/tmp"));
+    let writable = std::iter::once(&policy.root)
+        .chain(policy.cache.iter())
+        .chain(policy.extra_writable.iter());
+    for dir in writable {
+        if dir.as_path() != Path::new("/tmp") && *dir != policy.private_tmp && dir.is_dir() {
+            mount("--bind", dir, dir);
+        }
+    }
+    for dir in policy.visible.iter().filter(|d| d.is_dir()) {
+        mount("--ro-bind", dir, dir);
+    }
+    let git = policy.root.join(".git");
+    if git.exists() {
+        mount("--ro-bind", &git, &git);
+    }
+    args.extend([
+        "--setenv".into(),
+        "TMPDIR".into(),
+        "/tmp".into(),
+        "--chdir".into(),
+        cwd.into(),
+        "--".into(),
+    ]);
+    args.extend(argv.iter().cloned());
+    args
+}
+
+/// The Seatbelt profile for `/usr/bin/sandbox-exec -p PROFILE`: everything
+/// readable, writes only under the writable directories, network per policy.
+pub fn seatbelt_profile(policy: &Policy) -> String {
+    let mut profile = String::from(
+        "(version 1)\n(deny default)\n(allow process-exec)\n(allow process-fork)\n(allow signal (target same-sandbox))\n(allow sysctl-read)\n(allow mach-lookup)\n(allow ipc-posix-shm)\n(allow file-read*)\n(allow file-write-data (literal \"/dev/null\") (literal \"/dev/tty\") (regex #\"^/dev/fd/\"))\n",
+    );
+    profile.push_str("(allow file-write*\n");
+    for dir in policy.writable() {
+        profile.push_str(&format!("    (subpath {})\n", seatbelt_string(&dir)));
+    }
+    profile.push_str(")\n");
+    let git = policy.root.join(".git");
+    profile.push_str(&format!("(deny file-write* (subpath {}))\n", seatbelt_string(&git)));
+    if policy.network {
+        profile.push_str("(allow network*)\n");
+    }
+    profile
+}
+
+fn seatbelt_string(path: &Path) -> String {
+    format!(
+        "\"{}\"",
+        path.to_string_lossy().replace('\\', "\\\\").replace('"', "\\\"")
+    )
+}
+
+/// An executable named `name` on PATH.
+pub fn find_on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn policy() -> Policy {
+        Policy {
+            root: "/home/u/project".into(),
+            private_tmp: "/tmp/iota-1/tmp".into(),
+            cache: Some("/home/u/.cache".into()),
+            extra_writable: vec!["/home/u/project".into(), "/data".into()],
+            visible: vec![],
+            network: false,
+        }
+    }
+
+    #[test]
+    fn writable_dirs_in_the_specs_order_without_duplicates() {
+        let want: Vec<PathBuf> = ["/home/u/project", "/tmp/iota-1/tmp", "/tmp", "/home/u/.cache", "/data"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(policy().writable(), want);
+    }
+
+    #[test]
+    fn seatbelt_profile_confines_writes_and_network() {
+        let text = seatbelt_profile(&policy());
+        assert!(text.starts_with("(version 1)\n(deny default)\n"));
+        assert!(text.contains("    (subpath \"/home/u/project\")\n    (subpath \"/tmp/iota-1/tmp\")\n    (subpath \"/tmp\")\n    (subpath \"/home/u/.cache\")\n    (subpath \"/data\")\n"));
+        assert!(text.contains("(deny file-write* (subpath \"/home/u/project/.git\"))"));
+        assert!(!text.contains("network"));
+        let mut open = policy();
+        open.network = true;
+        assert!(seatbelt_profile(&open).contains("(allow network*)"));
+    }
+
+    #[test]
+    fn bwrap_drops_capabilities_and_network() {
+        let args: Vec<String> = bwrap_args(
+            &policy(),
+            Path::new("/home/u/project"),
+            &["bash".into(), "-c".into(), "true".into()],
+        )
+        .into_iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+        let joined = args.join(" ");
+        assert!(joined.starts_with("--new-session --die-with-parent --unshare-user --unshare-pid"));
+        assert!(joined.contains("--unshare-net"));
+        assert!(joined.contains("--cap-drop ALL"));
+        assert!(joined.contains("--bind /tmp/iota-1/tmp /tmp"));
+        assert!(joined.ends_with("--chdir /home/u/project -- bash -c true"));
+    }
+}

@@ -1,0 +1,309 @@
+//! The shell toolset's spec rows: outcomes, caps, timeouts, background jobs,
+//! approval, the iota exception, descriptions. Exact texts throughout.
+
+mod support;
+
+use serde_json::json;
+use support::{BIN, Project, assert_err, assert_ok, call_with_notices};
+
+/// Unsandboxed and auto-run: the rows that do not depend on the sandbox.
+fn plain() -> Project {
+    Project::new().config("agents:\n  a:\n    tools:\n      shell:\n        sandbox: off\n        auto_run: true\n")
+}
+
+#[test]
+fn outcome_table_in_order() {
+    let p = plain();
+    let rs = p.calls(&[
+        ("shell", json!({"command": "echo out; echo err >&2; exit 3"})),
+        ("shell", json!({"command": "true"})),
+        ("shell", json!({"command": "printf 'a\\nb\\n'"})),
+        ("shell", json!({"command": "echo partial; sleep 30", "timeout": 1})),
+        ("shell", json!({"command": "kill -9 $$"})),
+    ]);
+    assert_err(&rs[0], "out\nerr\n[exit code 3]");
+    assert_ok(&rs[1], "[command produced no output]");
+    assert_ok(&rs[2], "a\nb");
+    assert_err(&rs[3], "partial\n[command timed out after 1s]");
+    assert_err(&rs[4], "[exit code 137]");
+    assert_eq!(rs[0].header, "shell echo out; echo err >&2; exit 3");
+    assert_eq!(rs[0].presentation, "group");
+}
+
+#[test]
+fn timeout_durations_use_the_number_the_call_ran_under() {
+    let p = plain();
+    let r = p.call("shell", json!({"command": "sleep 30", "timeout": 1.5}));
+    assert_err(&r, "[command timed out after 1.5s]");
+}
+
+#[test]
+fn refusals_before_anything_runs() {
+    let p = plain();
+    let marker = p.path("ran");
+    let cmd = format!("touch {}", marker.display());
+    for bad in [json!(0), json!(-1), json!("soon"), json!(true)] {
+        assert_err(
+            &p.call("shell", json!({"command": cmd, "timeout": bad})),
+            "timeout must be a positive number of seconds",
+        );
+    }
+    assert_err(
+        &p.call("shell", json!({"command": ""})),
+        "missing required argument: command",
+    );
+    assert_err(&p.call("shell", json!({})), "missing required argument: command");
+    assert!(!marker.exists(), "nothing ran");
+}
+
+#[test]
+fn cwd_relative_to_the_root_absolute_as_written_missing_is_a_spawn_error() {
+    let p = plain();
+    std::fs::create_dir(p.path("sub")).unwrap();
+    let outside = p.outside().to_path_buf();
+    let rs = p.calls(&[
+        ("shell", json!({"command": "pwd"})),
+        ("shell", json!({"command": "pwd", "cwd": "sub"})),
+        ("shell", json!({"command": "pwd", "cwd": outside})),
+        ("shell", json!({"command": "pwd", "cwd": "nope"})),
+    ]);
+    assert_ok(&rs[0], &p.root().display().to_string());
+    assert_ok(&rs[1], &p.path("sub").display().to_string());
+    assert_ok(&rs[2], &outside.display().to_string());
+    assert_eq!(rs[1].header, "shell cd sub && pwd");
+    assert!(
+        rs[3].is_error && rs[3].text.starts_with("failed to run: "),
+        "{}",
+        rs[3].text
+    );
+}
+
+#[test]
+fn nothing_carries_over_between_calls() {
+    let p = plain();
+    let rs = p.calls(&[
+        ("shell", json!({"command": "export X=1; cd /; f() { :; }"})),
+        ("shell", json!({"command": "echo \"[$X]\"; pwd"})),
+    ]);
+    assert_ok(&rs[1], &format!("[]\n{}", p.root().display()));
+}
+
+#[test]
+fn output_past_512_lines_keeps_the_first_128_and_last_384() {
+    let p = plain();
+    let r = p.call("shell", json!({"command": "seq 1 200000"}));
+    let lines: Vec<&str> = r.text.lines().collect();
+    assert_eq!(lines.len(), 513);
+    assert_eq!(lines[127], "128");
+    assert_eq!(
+        lines[128],
+        "[... 199488 lines omitted — pipe through head/tail/grep to narrow the output ...]"
+    );
+    assert_eq!(lines[129], "199617");
+    assert_eq!(lines[512], "200000");
+}
+
+#[test]
+fn output_past_32_kb_keeps_the_first_8_kb_and_last_22_kb() {
+    let p = plain();
+    let r = p.call("shell", json!({"command": "head -c 10485760 /dev/zero | tr '\\0' x"}));
+    let (head, rest) = r.text.split_once('\n').unwrap();
+    let (marker, tail) = rest.split_once('\n').unwrap();
+    assert_eq!(head.len(), 8 * 1024);
+    assert_eq!(tail.len(), 22 * 1024);
+    assert_eq!(
+        marker,
+        format!("[... {} bytes omitted ...]", 10 * 1024 * 1024 - 30 * 1024)
+    );
+}
+
+#[test]
+fn background_true_returns_at_once_and_the_notice_arrives() {
+    let p = plain();
+    let started = std::time::Instant::now();
+    let (rs, notices) = call_with_notices(
+        &p,
+        &[
+            ("shell", json!({"command": "sleep 2; echo done", "background": true})),
+            ("shell", json!({"command": "echo meanwhile"})),
+        ],
+    );
+    let receipt = &rs[0].text;
+    let re_start = receipt.strip_prefix("Started background job b").unwrap();
+    let (id, rest) = re_start.split_once(" (pid ").unwrap();
+    let (_pid, rest) = rest.split_once("). Output: ").unwrap();
+    let (log, rest) = rest.split_once('\n').unwrap();
+    assert_eq!(
+        rest,
+        format!(
+            "A notice with its exit status and output arrives when it finishes; run `tail -n 50 {log}` to see progress meanwhile."
+        )
+    );
+    assert_eq!(rs[0].header, "shell (background) sleep 2; echo done");
+    assert_ok(&rs[1], "meanwhile");
+    assert_eq!(
+        notices,
+        vec![format!(
+            "[background job b{id} finished: exit 0 after 2s] sleep 2; echo done\ndone"
+        )]
+    );
+    assert_eq!(
+        std::fs::read_to_string(log).unwrap(),
+        "done\n",
+        "the log is left on disk"
+    );
+    assert!(started.elapsed().as_secs() < 15);
+}
+
+#[test]
+fn a_foreground_call_still_running_at_20_s_becomes_a_job() {
+    let p = plain();
+    let (rs, notices) = call_with_notices(
+        &p,
+        &[("shell", json!({"command": "echo started; sleep 25; echo finished"}))],
+    );
+    let text = &rs[0].text;
+    assert!(!rs[0].is_error);
+    let rest = text
+        .strip_prefix("Still running after 20s as background job b")
+        .unwrap_or_else(|| panic!("{text}"));
+    let (id, rest) = rest.split_once(" (pid ").unwrap();
+    let (_pid, rest) = rest.split_once("). Output so far:\nstarted\nA notice with its exit status and output arrives when it finishes; do not poll (`tail -f ").unwrap();
+    assert!(rest.ends_with(".log` only if you need progress)."), "{rest}");
+    assert_eq!(notices.len(), 1);
+    assert_eq!(
+        notices[0],
+        format!(
+            "[background job b{id} finished: exit 0 after 25s] echo started; sleep 25; echo finished\nstarted\nfinished"
+        )
+    );
+}
+
+#[test]
+fn the_17th_job_is_refused_and_a_foreground_call_then_waits() {
+    let p = plain();
+    let mut calls: Vec<(&str, serde_json::Value)> = (0..16)
+        .map(|_| ("shell", json!({"command": "sleep 3", "background": true})))
+        .collect();
+    calls.push(("shell", json!({"command": "sleep 3", "background": true})));
+    calls.push(("shell", json!({"command": "echo waited"})));
+    let (rs, notices) = call_with_notices(&p, &calls);
+    assert!(rs[..16].iter().all(|r| r.text.starts_with("Started background job b")));
+    assert_err(&rs[16], "too many background jobs running (16); wait for one to finish");
+    assert_eq!(
+        rs[17].text,
+        "waited\n[waited to the end instead of moving to the background: too many background jobs running (16)]"
+    );
+    assert_eq!(notices.len(), 16);
+}
+
+/// Processes whose command line contains `needle`.
+fn processes_matching(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(needle) {
+                found.push(format!("{}: {cmdline}", entry.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found
+}
+
+fn assert_timeout_leaves_nothing(p: &Project, tag: &str) {
+    // Unusual durations mark this test's processes on the host.
+    let cmd = format!("(trap '' TERM; sleep 600.{tag}) & setsid sleep 601.{tag} & sleep 602.{tag}");
+    let r = p.call("shell", json!({"command": cmd, "timeout": 2}));
+    assert_err(&r, "[command timed out after 2s]");
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    for n in ["600", "601", "602"] {
+        let left = processes_matching(&format!("sleep {n}.{tag}"));
+        assert!(left.is_empty(), "left behind on the host: {left:?}");
+    }
+}
+
+#[test]
+fn a_timed_out_tree_leaves_no_process_behind_unsandboxed() {
+    assert_timeout_leaves_nothing(&plain(), "11");
+}
+
+#[test]
+fn a_timed_out_tree_leaves_no_process_behind_sandboxed() {
+    if !support::sandbox_works() {
+        return;
+    }
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      shell:\n");
+    assert_timeout_leaves_nothing(&p, "22");
+}
+
+#[test]
+fn unsandboxed_calls_need_approval() {
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      shell:\n        sandbox: off\n");
+    let r = p.call("shell", json!({"command": "echo hi"}));
+    assert_err(
+        &r,
+        "shell was not executed: it requires interactive approval, which is unavailable in this non-interactive run. Set the toolset's auto-approve option (tools.code.auto_write / tools.shell.auto_run) to permit it here.",
+    );
+    let p = Project::new()
+        .config("agents:\n  a:\n    tools:\n      shell:\n        sandbox: off\n")
+        .answers(r#"["session"]"#);
+    let rs = p.calls(&[
+        ("shell", json!({"command": "echo one"})),
+        ("shell", json!({"command": "echo two"})),
+    ]);
+    assert_ok(&rs[0], "one");
+    assert_ok(&rs[1], "two");
+}
+
+#[test]
+fn descriptions_name_the_interpreter_and_the_regime() {
+    let describe = |yaml: &str| -> String {
+        let p = Project::new().config(yaml);
+        let out = p.run(&["tools", "--json"]);
+        let line = String::from_utf8_lossy(&out.stdout).lines().next().unwrap().to_string();
+        serde_json::from_str::<serde_json::Value>(&line).unwrap()["description"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let off = describe("agents:\n  a:\n    tools:\n      shell: {sandbox: off}\n");
+    assert!(off.starts_with("Runs one command line with bash "), "{off}");
+    assert!(off.contains(
+        "Commands run WITHOUT a sandbox on this system, with the user's full permissions — be conservative."
+    ));
+    if support::sandbox_works() {
+        let blocked = describe("agents:\n  a:\n    tools:\n      shell:\n");
+        assert!(blocked.contains("Commands run inside an OS sandbox: file writes are confined to the project root and temp/cache directories (writes elsewhere fail with permission errors), and network access is BLOCKED."));
+        let allowed = describe("agents:\n  a:\n    tools:\n      shell: {network: true}\n");
+        assert!(allowed.contains("and network access is allowed."));
+    }
+}
+
+#[test]
+fn the_iota_exception_leaves_the_sandbox_only_with_approval() {
+    if !support::sandbox_works() {
+        return;
+    }
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      shell:\n");
+    let line = format!("{BIN} --version");
+    let r = p.call("shell", json!({"command": line}));
+    assert_eq!(r.header, format!("shell {BIN} --version (outside the sandbox)"));
+    assert_err(
+        &r,
+        "shell was not executed: it requires interactive approval, which is unavailable in this non-interactive run. Set the toolset's auto-approve option (tools.code.auto_write / tools.shell.auto_run) to permit it here.",
+    );
+    // A pipe keeps it in the sandbox: no approval, no exception.
+    let r = p.call("shell", json!({"command": format!("{BIN} --version | cat")}));
+    assert!(!r.is_error && r.text.starts_with("iota-host "), "{}", r.text);
+    assert_eq!(r.header, format!("shell {BIN} --version | cat"));
+    // Approved, it runs outside: it can write where the sandbox cannot.
+    let outside = p.outside().join("written-outside");
+    let p = p.answers(r#"["once"]"#);
+    let r = p.call(
+        "shell",
+        json!({"command": format!("{BIN} --version > {}", outside.display())}),
+    );
+    assert!(!r.is_error, "{}", r.text);
+    assert!(outside.exists(), "the approved iota call ran outside the sandbox");
+}

@@ -27,11 +27,31 @@ fn a_component_importing_an_ungranted_capability_is_refused_at_load() {
 }
 
 #[test]
-fn a_granted_process_request_goes_to_the_sandbox_and_is_refused_without_one() {
+fn a_granted_process_request_runs_in_the_shell_sandbox() {
     let p = hostile("process");
-    let r = p.call("run", json!({}));
-    assert!(r.is_error);
-    assert!(r.text.contains("the shell sandbox is not available"), "{}", r.text);
+    if !support::sandbox_works() {
+        // No sandbox: the unsandboxed run needs approval, and nobody can give it.
+        let r = p.call("run", json!({"line": "echo hi"}));
+        assert!(
+            r.is_error
+                && r.text
+                    .starts_with("shell was not executed: it requires interactive approval"),
+            "{}",
+            r.text
+        );
+        return;
+    }
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = dir.path().join("x");
+    let rs = p.calls(&[
+        ("run", json!({"line": "echo hi; pwd"})),
+        ("run", json!({"line": format!("touch {}", outside.display())})),
+        ("run", json!({"line": "exit 4"})),
+    ]);
+    assert_eq!(rs[0].text, format!("hi\n{}\n[exit Some(0)]", p.root().display()));
+    assert!(rs[1].text.contains("Read-only file system"), "{}", rs[1].text);
+    assert!(!outside.exists(), "the component's command could not write outside");
+    assert_eq!(rs[2].text, "[exit Some(4)]");
 }
 
 #[test]

@@ -307,3 +307,26 @@ fn the_iota_exception_leaves_the_sandbox_only_with_approval() {
     assert!(!r.is_error, "{}", r.text);
     assert!(outside.exists(), "the approved iota call ran outside the sandbox");
 }
+
+#[test]
+fn ctrl_c_cancels_the_running_command_and_leaves_nothing_behind() {
+    let p = plain();
+    let child = p
+        .command()
+        .args(["call", "--json", "shell", r#"{"command":"echo started; sleep 603.33"}"#])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = child.wait_with_output().unwrap();
+    let line = String::from_utf8_lossy(&out.stdout);
+    let v: serde_json::Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+    assert_eq!(v["text"], "started\n[command cancelled]");
+    assert_eq!(v["is_error"], true);
+    assert!(processes_matching("sleep 603.33").is_empty());
+}

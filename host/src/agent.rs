@@ -39,7 +39,7 @@ impl AgentTools {
         let mut sets: Vec<Arc<dyn Toolset>> = Vec::new();
         for (name, value) in agent.sets() {
             let SetValue::Enabled(value) = value else { continue };
-            match load_set(engine, config, &name, &value, root)? {
+            match load_set(engine, config, agent, &name, &value, root)? {
                 Ok(set) => sets.push(set),
                 Err(why) => warnings.push(ignored(&name, &why)),
             }
@@ -94,6 +94,7 @@ impl AgentTools {
 fn load_set(
     engine: &Engine,
     config: &Config,
+    agent: &Agent,
     name: &str,
     value: &serde_json::Value,
     root: &Path,
@@ -115,9 +116,27 @@ fn load_set(
     } else {
         return Ok(Err("not available in this build of iota-host yet".to_string()));
     };
+    let wants_process = grants.contains(&Capability::Process);
     match WasmToolset::load(engine, name, &wasm, grants, limits, root.to_path_buf(), value) {
+        Ok(set) if wants_process => Ok(Ok(Arc::new(set.with_process(process_runner(agent, root))))),
         Ok(set) => Ok(Ok(Arc::new(set))),
         Err(LoadError::Config(why)) => Ok(Err(why)),
         Err(LoadError::Fatal(why)) => bail!(why),
     }
+}
+
+/// The shell runner behind a granted `process` capability: the agent's own
+/// `shell:` settings when it has a valid set, the defaults otherwise.
+fn process_runner(agent: &Agent, root: &Path) -> Arc<ShellToolset> {
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let cwd = std::env::current_dir().unwrap_or_else(|_| root.to_path_buf());
+    let config = agent
+        .sets()
+        .into_iter()
+        .find_map(|(name, value)| match value {
+            SetValue::Enabled(value) if name == "shell" => ShellConfig::decode(&value, home.as_deref(), &cwd).ok(),
+            _ => None,
+        })
+        .unwrap_or_default();
+    Arc::new(ShellToolset::new(config, root))
 }

@@ -37,6 +37,8 @@ pub struct CallState {
     pub(crate) set: String,
     pub(crate) session: Arc<Session>,
     pub(crate) ui: Arc<dyn ui::Ui>,
+    /// The sandbox runner behind `process`, when granted.
+    pub(crate) process: Option<Arc<crate::shell::ShellToolset>>,
 }
 
 impl WasiView for CallState {

@@ -127,6 +127,7 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
         }
         Command::Call { json, round, calls } => {
             let calls = parse_calls(&calls).map_err(UsageError)?;
+            crate::shell::run::cancel_on_interrupt();
             let session = Arc::new(Session::new());
             let outcomes = if round {
                 tools.round(&session, &ui, &calls)

@@ -230,8 +230,9 @@ impl ShellToolset {
         let log = jobs_dir_created()
             .map_err(|e| fail(format!("failed to run: {e}")))?
             .join(format!("{id}.log"));
-        let running =
-            Running::start(&argv, &cwd, log.clone(), timeout).map_err(|e| fail(format!("failed to run: {e}")))?;
+        let contained = sandboxed && matches!(self.sandbox, Sandbox::Bubblewrap(_));
+        let running = Running::start(&argv, &cwd, log.clone(), timeout, contained)
+            .map_err(|e| fail(format!("failed to run: {e}")))?;
         // The label is the command as the header shows it, without the tool name
         // and the (background) mark.
         let shown = header.strip_prefix("shell ").unwrap_or(&header);
@@ -267,6 +268,62 @@ impl ShellToolset {
             ));
         }
         Ok(text)
+    }
+}
+
+impl ShellToolset {
+    /// Runs a command line for a component granted `process`: the shell set's
+    /// sandbox and approval rules, waited for to the end (never a background
+    /// job). The iota exception is the model's alone: a component's command
+    /// never leaves the sandbox. Returns the capped output and the exit code
+    /// (none when it was killed).
+    pub fn run_for_component(
+        &self,
+        session: &Arc<Session>,
+        ui: &Arc<dyn Ui>,
+        line: &str,
+        cwd: Option<&str>,
+        timeout: Option<Duration>,
+    ) -> Result<(String, Option<i32>), String> {
+        let header = format!("{NAME} {line}");
+        if !self.config.auto_run && !self.sandboxed() && !session.is_approved(NAME, NAME) {
+            if !ui.interactive() {
+                return Err(crate::approval::non_interactive_refusal(NAME));
+            }
+            let request = crate::caps::ui::ApprovalRequest {
+                tool: NAME,
+                header: &header,
+                diff: None,
+            };
+            match ui.approve(&request) {
+                crate::caps::ui::Approval::Once => {}
+                crate::caps::ui::Approval::Session => session.approve(NAME, NAME),
+                crate::caps::ui::Approval::Deny => return Err(crate::approval::denied(NAME)),
+            }
+        }
+        let cwd = cwd.map_or_else(|| self.root.clone(), |c| self.root.join(c));
+        if !cwd.is_dir() {
+            return Err(format!(
+                "failed to run: cannot use {} as the working directory",
+                cwd.display()
+            ));
+        }
+        let argv = self
+            .argv(line, &cwd, session, self.sandboxed())
+            .map_err(|e| format!("failed to run: {e}"))?;
+        let log = jobs_dir_created()
+            .map_err(|e| format!("failed to run: {e}"))?
+            .join(format!("{}.log", session.jobs().next_id()));
+        let contained = self.sandboxed() && matches!(self.sandbox, Sandbox::Bubblewrap(_));
+        let running =
+            Running::start(&argv, &cwd, log.clone(), timeout, contained).map_err(|e| format!("failed to run: {e}"))?;
+        let ending = running.wait(None);
+        let _ = std::fs::remove_file(&log);
+        let exit = match ending {
+            Some(Ending::Exit(code)) => Some(code),
+            _ => None,
+        };
+        Ok((running.output(), exit))
     }
 }
 

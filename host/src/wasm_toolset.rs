@@ -10,6 +10,7 @@ use crate::caps::{self, CallState, MemoryLimiter};
 use crate::config::{Capability, Limits};
 use crate::engine::Engine;
 use crate::session::Session;
+use crate::shell::ShellToolset;
 use crate::toolset::{ToolResult, ToolSpec, Toolset};
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -38,6 +39,7 @@ pub struct WasmToolset {
     limits: Limits,
     config: String,
     tools: Vec<ToolSpec>,
+    process: Option<Arc<ShellToolset>>,
 }
 
 impl WasmToolset {
@@ -74,6 +76,7 @@ impl WasmToolset {
             limits,
             config: config.to_string(),
             tools: Vec::new(),
+            process: None,
         };
         let session = Arc::new(Session::new());
         let ui: Arc<dyn Ui> = Arc::new(crate::caps::ui::NoUi);
@@ -92,6 +95,14 @@ impl WasmToolset {
             }
         }
         Ok(toolset)
+    }
+
+    /// Backs the `process` capability with `shell` (only when granted).
+    pub fn with_process(mut self, shell: Arc<ShellToolset>) -> WasmToolset {
+        if self.granted.contains(&Capability::Process) {
+            self.process = Some(shell);
+        }
+        self
     }
 
     /// The capabilities the component imports.
@@ -138,6 +149,7 @@ impl WasmToolset {
             set: self.name.clone(),
             session: session.clone(),
             ui: ui.clone(),
+            process: self.process.clone(),
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|s| &mut s.limiter);

@@ -51,12 +51,37 @@ pub struct Running {
     /// Its log file: every byte of its output, uncapped.
     pub log: PathBuf,
     marker: String,
+    /// Whether a PID namespace holds every process it starts (sandboxed):
+    /// killing its leader then kills them all, and no sweep is needed.
+    contained: bool,
     state: Mutex<State>,
     done: Condvar,
     stop: Mutex<Option<Ending>>,
 }
 
 static NEXT_MARKER: AtomicU64 = AtomicU64::new(1);
+
+/// Set by [`cancel_everything`]: every running command stops as cancelled.
+static CANCELLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Cancels every command this process runs, now and later (ESC or Ctrl+C at
+/// the terminal). Async-signal-safe: it only stores a flag.
+pub fn cancel_everything() {
+    CANCELLED.store(true, Ordering::SeqCst);
+}
+
+extern "C" fn on_interrupt(_: nix::libc::c_int) {
+    cancel_everything();
+}
+
+/// Makes Ctrl+C cancel the running commands (their results say
+/// `[command cancelled]`) instead of killing the host and orphaning them.
+pub fn cancel_on_interrupt() {
+    use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, sigaction};
+    let action = SigAction::new(SigHandler::Handler(on_interrupt), SaFlags::SA_RESTART, SigSet::empty());
+    // SAFETY: the handler only stores to an atomic.
+    let _ = unsafe { sigaction(Signal::SIGINT, &action) };
+}
 
 impl Running {
     /// Starts `argv` in `cwd` with output to `log`; the timeout, if any, is
@@ -66,6 +91,7 @@ impl Running {
         cwd: &Path,
         log: PathBuf,
         timeout: Option<Duration>,
+        contained: bool,
     ) -> std::io::Result<Arc<Running>> {
         let marker = format!("{}-{}", std::process::id(), NEXT_MARKER.fetch_add(1, Ordering::Relaxed));
         let (reader, writer) = std::io::pipe()?;
@@ -86,6 +112,7 @@ impl Running {
             started: Instant::now(),
             log,
             marker,
+            contained,
             state: Mutex::new(State::default()),
             done: Condvar::new(),
             stop: Mutex::new(None),
@@ -111,30 +138,39 @@ impl Running {
         Ok(running)
     }
 
-    fn watch(&self, mut child: Child, timeout: Option<Duration>, eof: std::sync::mpsc::Receiver<()>) {
-        let deadline = timeout.map(|t| self.started + t);
-        let ending = loop {
-            if let Some(stop) = self.stop.lock().unwrap().clone() {
-                self.kill_tree();
-                let _ = child.wait();
-                break stop;
-            }
-            match child.try_wait() {
-                Ok(Some(status)) => {
-                    break Ending::Exit(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0)));
+    fn watch(self: &Arc<Self>, mut child: Child, timeout: Option<Duration>, eof: std::sync::mpsc::Receiver<()>) {
+        // The wait below blocks, so a normal exit is seen at once; deadlines,
+        // stops and cancellation are polled by a companion thread that kills
+        // the tree, which ends the wait.
+        let exited = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (guard, guard_exited) = (self.clone(), exited.clone());
+        std::thread::spawn(move || {
+            let deadline = timeout.map(|t| guard.started + t);
+            while !guard_exited.load(Ordering::SeqCst) {
+                if CANCELLED.load(Ordering::SeqCst) {
+                    guard.stop(Ending::Cancelled);
                 }
-                Ok(None) => {}
-                Err(_) => break Ending::Killed,
+                if deadline.is_some_and(|d| Instant::now() >= d) {
+                    guard.stop(Ending::TimedOut(timeout.unwrap_or_default()));
+                }
+                if guard.stop.lock().unwrap().is_some() {
+                    guard.kill_tree();
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(10));
             }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                self.kill_tree();
-                let _ = child.wait();
-                break Ending::TimedOut(timeout.unwrap_or_default());
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        });
+        let status = child.wait();
+        exited.store(true, Ordering::SeqCst);
+        let ending = match (self.stop.lock().unwrap().clone(), status) {
+            (Some(stopped), _) => stopped,
+            (None, Ok(status)) => Ending::Exit(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))),
+            (None, Err(_)) => Ending::Killed,
         };
-        // Output still in the pipe arrives within moments; a daemon the
-        // command left behind may hold the pipe open for ever, so do not wait
+        // The command's own stragglers (a `sleep &` it left) die with it.
+        self.kill_tree();
+        // Output still in the pipe arrives within moments; a daemon that
+        // escaped the sweep may hold the pipe open for ever, so do not wait
         // for it longer than that.
         let _ = eof.recv_timeout(Duration::from_millis(250));
         let mut state = self.state.lock().unwrap();
@@ -145,6 +181,9 @@ impl Running {
     /// Kills the command and every process it started.
     pub fn kill_tree(&self) {
         let _ = kill(Pid::from_raw(-(self.pid as i32)), Signal::SIGKILL);
+        if self.contained {
+            return;
+        }
         // Processes that left the group (setsid) still carry the marker.
         for _ in 0..3 {
             let stragglers = marked_processes(&self.marker);

@@ -620,16 +620,7 @@ fn write_file_shows_no_diff_when_the_old_file_was_too_large() {
 #[test]
 fn read_only_leaves_the_writers_out() {
     let p = Project::new().config("agents:\n  r:\n    tools:\n      code:\n        read_only: true\n");
-    let out = p.run(&["tools", "--json"]);
-    let names: Vec<String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["name"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect();
+    let names = support::tool_names(&p);
     assert_eq!(names, ["glob", "grep", "list_dir", "read_file"]);
     let r = p.call("write_file", json!({"path": "a", "content": ""}));
     assert_err(&r, "unknown tool: write_file");

@@ -3,21 +3,7 @@
 
 mod support;
 
-use support::Project;
-
-fn tool_names(p: &Project) -> Vec<String> {
-    let out = p.run(&["tools", "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| {
-            serde_json::from_str::<serde_json::Value>(l).unwrap()["name"]
-                .as_str()
-                .unwrap()
-                .to_string()
-        })
-        .collect()
-}
+use support::{Project, tool_names};
 
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()

@@ -10,6 +10,9 @@
 //! Patterns match rarely, so every contender scans the whole tree (the tools
 //! stop at 100 matches; rg and fd do not).
 
+mod common;
+
+use common::{median, ms};
 use iota_host::agent::AgentTools;
 use iota_host::caps::ui::{NoUi, Ui};
 use iota_host::config::Config;
@@ -21,7 +24,7 @@ use iota_toolset::session::MemorySession;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const GREP_PATTERN: &str = "zq[x]jv_never_|fn iota_bench_marker";
 const GLOB_PATTERN: &str = "*.toml";
@@ -73,20 +76,6 @@ impl Peers {
     }
 }
 
-/// The median wall time of `runs` runs of `f` after one warm-up.
-fn median(runs: usize, mut f: impl FnMut()) -> Duration {
-    f();
-    let mut times: Vec<Duration> = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[times.len() / 2]
-}
-
 fn run_quiet(cmd: &mut Command) {
     let out = cmd.output().expect("peer command runs");
     assert!(out.status.code().is_some_and(|c| c <= 1), "peer failed: {cmd:?}");
@@ -97,10 +86,6 @@ fn host_for(root: &Path) -> (AgentTools, Arc<Session>, Arc<dyn Ui>) {
     let engine = Engine::new().unwrap();
     let (tools, _) = AgentTools::load(&engine, &config, config.agent(None).unwrap(), root).unwrap();
     (tools, Arc::new(Session::new()), Arc::new(NoUi))
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
 }
 
 fn row(what: &str, ours: Duration, peer_name: &str, peer: Option<Duration>) {

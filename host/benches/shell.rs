@@ -2,6 +2,9 @@
 //! sandboxed and not, against `bash -c true` and bare bubblewrap, measured
 //! side by side in one run. Prints medians and ratios; asserts nothing.
 
+mod common;
+
+use common::{median, ms};
 use iota_host::agent::AgentTools;
 use iota_host::caps::ui::{NoUi, Ui};
 use iota_host::config::Config;
@@ -11,22 +14,9 @@ use iota_host::session::Session;
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const RUNS: usize = 40;
-
-fn median(mut f: impl FnMut()) -> Duration {
-    f();
-    let mut times: Vec<Duration> = (0..RUNS)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[RUNS / 2]
-}
 
 fn shell_call(yaml: &str, root: &Path) -> Duration {
     let config = Config::parse(yaml, "bench", Path::new(".")).unwrap();
@@ -37,21 +27,17 @@ fn shell_call(yaml: &str, root: &Path) -> Duration {
         tool: "shell".into(),
         args: r#"{"command":"true"}"#.into(),
     };
-    median(|| {
+    median(RUNS, || {
         let outcome = tools.call(&session, &ui, &call);
         assert!(!outcome.result.is_error, "{}", outcome.result.text);
     })
 }
 
 fn spawn(program: &str, args: &[&str]) -> Duration {
-    median(|| {
+    median(RUNS, || {
         let status = Command::new(program).args(args).status().unwrap();
         assert!(status.success());
     })
-}
-
-fn ms(d: Duration) -> String {
-    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
 }
 
 fn main() {

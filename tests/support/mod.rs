@@ -261,25 +261,27 @@ pub fn call_with_notices(project: &Project, calls: &[(&str, Value)]) -> (Vec<Res
     (results, notices)
 }
 
-/// Whether bubblewrap can sandbox here; prints why not when it cannot.
+/// Whether bubblewrap can sandbox here (the host's own detection); prints
+/// why not when it cannot.
 pub fn sandbox_works() -> bool {
-    let ok = std::process::Command::new("bwrap")
-        .args([
-            "--unshare-user",
-            "--unshare-pid",
-            "--ro-bind",
-            "/",
-            "/",
-            "--proc",
-            "/proc",
-            "--dev",
-            "/dev",
-            "true",
-        ])
-        .output()
-        .is_ok_and(|o| o.status.success());
+    let ok = iota_host::shell::sandbox::Sandbox::detect().is_available();
     if !ok {
         eprintln!("SKIPPED: bubblewrap (bwrap) is missing or cannot create namespaces on this machine");
     }
     ok
+}
+
+/// The names `tools --json` lists, in order.
+pub fn tool_names(p: &Project) -> Vec<String> {
+    let out = p.run(&["tools", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<serde_json::Value>(l).unwrap()["name"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect()
 }

@@ -8,6 +8,8 @@ use std::process::Command;
 /// (package, wasm file it produces, name in OUT_DIR)
 const COMPONENTS: &[(&str, &str, &str)] = &[
     ("iota-code", "iota_code.wasm", "code.wasm"),
+    ("iota-skills", "iota_skills.wasm", "skills.wasm"),
+    ("iota-ask", "iota_ask.wasm", "ask.wasm"),
     ("iota-fixture-hostile", "iota_fixture_hostile.wasm", "hostile.wasm"),
 ];
 

@@ -84,8 +84,9 @@ fn run_quiet(cmd: &mut Command) {
 fn host_for(root: &Path) -> (AgentTools, Arc<Session>, Arc<dyn Ui>) {
     let config = Config::parse("agents:\n  b:\n    tools:\n      code:\n", "bench", Path::new(".")).unwrap();
     let engine = Engine::new().unwrap();
-    let (tools, _) = AgentTools::load(&engine, &config, config.agent(None).unwrap(), root).unwrap();
-    (tools, Arc::new(Session::new()), Arc::new(NoUi))
+    let ui: Arc<dyn Ui> = Arc::new(NoUi);
+    let (tools, _) = AgentTools::load(&engine, &config, config.agent(None).unwrap(), root, &ui).unwrap();
+    (tools, Arc::new(Session::new()), ui)
 }
 
 fn row(what: &str, ours: Duration, peer_name: &str, peer: Option<Duration>) {

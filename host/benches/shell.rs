@@ -20,7 +20,14 @@ const RUNS: usize = 40;
 
 fn shell_call(yaml: &str, root: &Path) -> Duration {
     let config = Config::parse(yaml, "bench", Path::new(".")).unwrap();
-    let (tools, _) = AgentTools::load(&Engine::new().unwrap(), &config, config.agent(None).unwrap(), root).unwrap();
+    let (tools, _) = AgentTools::load(
+        &Engine::new().unwrap(),
+        &config,
+        config.agent(None).unwrap(),
+        root,
+        &(Arc::new(NoUi) as Arc<dyn Ui>),
+    )
+    .unwrap();
     let session = Arc::new(Session::new());
     let ui: Arc<dyn Ui> = Arc::new(NoUi);
     let call = Call {

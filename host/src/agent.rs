@@ -2,6 +2,7 @@
 //! their components come from, what they are granted, and the index from tool
 //! name to set.
 
+use crate::caps::ui::Ui;
 use crate::config::{Agent, Capability, Config, SetValue};
 use crate::embedded;
 use crate::engine::Engine;
@@ -34,12 +35,17 @@ pub fn ignored(set: &str, why: &str) -> String {
 impl AgentTools {
     /// Loads `agent`'s sets for the project at `root`. Returns the tools and
     /// the startup warnings (sets left out); a hard error fails the load.
-    pub fn load(engine: &Engine, config: &Config, agent: &Agent, root: &Path) -> Result<(AgentTools, Vec<String>)> {
+    pub fn load(
+        engine: &Engine,
+        config: &Config,
+        agent: &Agent,
+        root: &Path,
+        ui: &Arc<dyn Ui>,
+    ) -> Result<(AgentTools, Vec<String>)> {
         let mut warnings = Vec::new();
         let mut sets: Vec<Arc<dyn Toolset>> = Vec::new();
-        for (name, value) in agent.sets() {
-            let SetValue::Enabled(value) = value else { continue };
-            match load_set(engine, config, agent, &name, &value, root)? {
+        for (name, value) in enabled_sets(agent, ui.interactive()) {
+            match load_set(engine, config, agent, &name, &value, root, ui)? {
                 Ok(set) => sets.push(set),
                 Err(why) => warnings.push(ignored(&name, &why)),
             }
@@ -90,6 +96,30 @@ impl AgentTools {
     }
 }
 
+/// The sets to load, in order: the agent's enabled `tools:` entries, then
+/// `skills` when `mode: agent` or `mode: bot` asks for it and it is not
+/// listed, then `ask` in interactive sessions unless the agent names it. Spec:
+/// skills is "auto-enabled by mode: agent and mode: bot"; ask is "on by
+/// default in interactive sessions — disable with ask: false".
+pub fn enabled_sets(agent: &Agent, interactive: bool) -> Vec<(String, serde_json::Value)> {
+    let named = agent.sets();
+    let mut sets: Vec<(String, serde_json::Value)> = named
+        .iter()
+        .filter_map(|(name, value)| match value {
+            SetValue::Enabled(v) => Some((name.clone(), v.clone())),
+            SetValue::Disabled => None,
+        })
+        .collect();
+    let mentioned = |set: &str| named.iter().any(|(name, _)| name == set);
+    if agent.mode_enables_skills() && !sets.iter().any(|(name, _)| name == "skills") {
+        sets.push(("skills".into(), serde_json::Value::Null));
+    }
+    if interactive && !mentioned("ask") {
+        sets.push(("ask".into(), serde_json::Value::Null));
+    }
+    sets
+}
+
 /// Loads one set: `Ok(Err(why))` leaves it out with a warning.
 fn load_set(
     engine: &Engine,
@@ -98,28 +128,41 @@ fn load_set(
     name: &str,
     value: &serde_json::Value,
     root: &Path,
+    ui: &Arc<dyn Ui>,
 ) -> Result<Result<Arc<dyn Toolset>, String>> {
-    let (wasm, grants, limits): (std::borrow::Cow<'static, [u8]>, _, _) = if let Some(decl) = config.toolsets.get(name)
-    {
+    type Source = (
+        std::borrow::Cow<'static, [u8]>,
+        BTreeSet<Capability>,
+        crate::config::Limits,
+        Vec<PathBuf>,
+    );
+    let (wasm, grants, limits, read_dirs): Source = if let Some(decl) = config.toolsets.get(name) {
         let wasm = std::fs::read(&decl.path)
             .with_context(|| format!("toolset {name:?}: cannot read {}", decl.path.display()))?;
         let mut grants = default_grants();
         grants.extend(decl.grant.iter().flatten().copied());
-        (wasm.into(), grants, decl.limits)
+        (wasm.into(), grants, decl.limits, Vec::new())
     } else if name == "shell" {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let cwd = std::env::current_dir().unwrap_or_else(|_| root.to_path_buf());
         return Ok(ShellConfig::decode(value, home.as_deref(), &cwd)
             .map(|config| Arc::new(ShellToolset::new(config, root)) as Arc<dyn Toolset>));
     } else if let Some(builtin) = embedded::builtin(name) {
-        (builtin.wasm.into(), builtin.grants, Default::default())
+        (
+            builtin.wasm.into(),
+            builtin.grants,
+            Default::default(),
+            builtin.read_dirs,
+        )
     } else {
         return Ok(Err("not available in this build of iota-host yet".to_string()));
     };
     let wants_process = grants.contains(&Capability::Process);
-    match WasmToolset::load(engine, name, &wasm, grants, limits, root.to_path_buf(), value) {
-        Ok(set) if wants_process => Ok(Ok(Arc::new(set.with_process(process_runner(agent, root))))),
-        Ok(set) => Ok(Ok(Arc::new(set))),
+    match WasmToolset::load(engine, name, &wasm, grants, limits, root.to_path_buf(), value, ui) {
+        Ok(set) if wants_process => Ok(Ok(Arc::new(
+            set.with_read_dirs(read_dirs).with_process(process_runner(agent, root)),
+        ))),
+        Ok(set) => Ok(Ok(Arc::new(set.with_read_dirs(read_dirs)))),
         Err(LoadError::Config(why)) => Ok(Err(why)),
         Err(LoadError::Fatal(why)) => bail!(why),
     }

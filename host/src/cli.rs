@@ -107,11 +107,11 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     let config = Config::discover(cli.config.as_deref()).map_err(UsageError)?;
     let agent = config.agent(cli.agent.as_deref()).map_err(UsageError)?;
     let root = project_root(cli.root.as_deref()).map_err(UsageError)?;
-    let (tools, warnings) = AgentTools::load(&engine, &config, agent, &root).map_err(UsageError)?;
+    let ui = choose_ui(&cli).map_err(UsageError)?;
+    let (tools, warnings) = AgentTools::load(&engine, &config, agent, &root, &ui).map_err(UsageError)?;
     for warning in &warnings {
         eprintln!("iota-host: warning: {warning}");
     }
-    let ui = choose_ui(&cli).map_err(UsageError)?;
 
     match cli.command {
         Command::Tools { json } => {

@@ -7,12 +7,20 @@ use std::collections::BTreeSet;
 /// `code.wasm`: glob, grep, list_dir, read_file, edit_file, write_file.
 pub const CODE_WASM: &[u8] = include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/code.wasm"));
 
+/// `skills.wasm`: load_skill.
+pub const SKILLS_WASM: &[u8] = include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/skills.wasm"));
+
+/// `ask.wasm`: choose, confirm.
+pub const ASK_WASM: &[u8] = include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/ask.wasm"));
+
 /// A built-in Wasm toolset: its bytes and what it is granted.
 pub struct Builtin {
     /// The component.
     pub wasm: &'static [u8],
     /// Its grants.
     pub grants: BTreeSet<Capability>,
+    /// Directories beyond the root it may read (preopened read-only).
+    pub read_dirs: Vec<std::path::PathBuf>,
 }
 
 /// The embedded component for a built-in set name, if this build has one.
@@ -21,6 +29,22 @@ pub fn builtin(name: &str) -> Option<Builtin> {
         "code" => Some(Builtin {
             wasm: CODE_WASM,
             grants: BTreeSet::from([Capability::FsRead, Capability::FsWrite, Capability::Session]),
+            read_dirs: Vec::new(),
+        }),
+        "skills" => Some(Builtin {
+            wasm: SKILLS_WASM,
+            grants: BTreeSet::from([Capability::FsRead]),
+            // The user's own skills, beside the project's (.iota/skills under the root).
+            read_dirs: std::env::var_os("HOME")
+                .map(|home| std::path::PathBuf::from(home).join(".iota").join("skills"))
+                .filter(|dir| dir.is_dir())
+                .into_iter()
+                .collect(),
+        }),
+        "ask" => Some(Builtin {
+            wasm: ASK_WASM,
+            grants: BTreeSet::from([Capability::Ui]),
+            read_dirs: Vec::new(),
         }),
         _ => None,
     }

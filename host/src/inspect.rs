@@ -38,7 +38,10 @@ pub fn inspect(engine: &Engine, path: &Path, config: Option<&Config>) -> Result<
     // it: no preopens, nobody to ask, an empty session.
     let tools = if forbidden.is_empty() && package.is_some() {
         let root = std::env::temp_dir();
-        match WasmToolset::load(engine, "inspect", &wasm, requested.clone(), Default::default(), root, &serde_json::Value::Null) {
+        // A UI that could answer (so a set like ask lists its tools) but declines everything.
+        let ui: std::sync::Arc<dyn crate::caps::ui::Ui> =
+            std::sync::Arc::new(crate::caps::ui::ScriptedUi::parse("[]")?);
+        match WasmToolset::load(engine, "inspect", &wasm, requested.clone(), Default::default(), root, &serde_json::Value::Null, &ui) {
             Ok(set) => Some(set.tools().iter().map(|t| {
                 json!({
                     "name": t.name, "description": t.description,

@@ -40,12 +40,15 @@ pub struct WasmToolset {
     config: String,
     tools: Vec<ToolSpec>,
     process: Option<Arc<ShellToolset>>,
+    read_dirs: Vec<PathBuf>,
 }
 
 impl WasmToolset {
     /// Compiles (or loads from cache) `wasm`, checks its imports against
     /// `granted`, pre-instantiates it and asks it to describe itself for
-    /// `config` (the set's value as JSON).
+    /// `config` (the set's value as JSON) in a session whose questions go to
+    /// `ui` (so a set like `ask` can offer nothing where nobody can answer).
+    #[allow(clippy::too_many_arguments)]
     pub fn load(
         engine: &Engine,
         name: &str,
@@ -54,6 +57,7 @@ impl WasmToolset {
         limits: Limits,
         root: PathBuf,
         config: &serde_json::Value,
+        ui: &Arc<dyn Ui>,
     ) -> Result<WasmToolset, LoadError> {
         let fatal = |e: anyhow::Error| LoadError::Fatal(format!("{e:#}"));
         let component = engine.component(name, wasm).map_err(fatal)?;
@@ -77,11 +81,11 @@ impl WasmToolset {
             config: config.to_string(),
             tools: Vec::new(),
             process: None,
+            read_dirs: Vec::new(),
         };
         let session = Arc::new(Session::new());
-        let ui: Arc<dyn Ui> = Arc::new(crate::caps::ui::NoUi);
         let described = toolset
-            .run(&session, &ui, FsAccess::None, |bindings, store, ctx| {
+            .run(&session, ui, FsAccess::None, |bindings, store, ctx| {
                 bindings.iota_toolset_toolset().call_describe(store, ctx)
             })
             .map_err(LoadError::Fatal)?;
@@ -95,6 +99,12 @@ impl WasmToolset {
             }
         }
         Ok(toolset)
+    }
+
+    /// Lets the toolset read `dirs` too (read-only, at their absolute paths).
+    pub fn with_read_dirs(mut self, dirs: Vec<PathBuf>) -> WasmToolset {
+        self.read_dirs = dirs;
+        self
     }
 
     /// Backs the `process` capability with `shell` (only when granted).
@@ -138,7 +148,7 @@ impl WasmToolset {
             .allow_blocking_current_thread(true)
             .stdout(stdout.clone())
             .stderr(stderr.clone());
-        fs::preopen(&mut builder, &self.root, access).map_err(|e| format!("{e:#}"))?;
+        fs::preopen(&mut builder, &self.root, &self.read_dirs, access).map_err(|e| format!("{e:#}"))?;
         let state = CallState {
             wasi: builder.build(),
             table: Default::default(),
@@ -158,6 +168,11 @@ impl WasmToolset {
         let ctx = Context {
             config: self.config.clone(),
             root: self.root.to_string_lossy().into_owned(),
+            read_dirs: self
+                .read_dirs
+                .iter()
+                .map(|d| d.to_string_lossy().into_owned())
+                .collect(),
         };
         let result = self
             .pre

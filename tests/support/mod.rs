@@ -214,7 +214,10 @@ impl LibraryHost {
         };
         let agent = config.agent(None).unwrap();
         let engine = iota_host::engine::Engine::with_cache(Some(cache_dir())).unwrap();
-        let (tools, warnings) = iota_host::agent::AgentTools::load(&engine, &config, agent, project.root()).unwrap();
+        let (tools, warnings) = {
+            let ui: std::sync::Arc<dyn iota_host::caps::ui::Ui> = std::sync::Arc::new(iota_host::caps::ui::NoUi);
+            iota_host::agent::AgentTools::load(&engine, &config, agent, project.root(), &ui).unwrap()
+        };
         assert!(warnings.is_empty(), "{warnings:?}");
         LibraryHost {
             tools,

@@ -21,8 +21,14 @@ pub enum FsAccess {
     ReadWrite,
 }
 
-/// Adds the preopens for `access` to `builder`.
-pub fn preopen(builder: &mut WasiCtxBuilder, root: &Path, access: FsAccess) -> Result<()> {
+/// Adds the preopens for `access` to `builder`: the root, and `read_dirs`
+/// read-only at their absolute paths.
+pub fn preopen(
+    builder: &mut WasiCtxBuilder,
+    root: &Path,
+    read_dirs: &[std::path::PathBuf],
+    access: FsAccess,
+) -> Result<()> {
     let perms = match access {
         FsAccess::None => return Ok(()),
         FsAccess::ReadOnly => FsPerms::ReadOnly,
@@ -34,5 +40,12 @@ pub fn preopen(builder: &mut WasiCtxBuilder, root: &Path, access: FsAccess) -> R
         .and_then(|b| b.preopened_dir(root, absolute, perms))
         .map_err(anyhow::Error::from)
         .with_context(|| format!("cannot open the project root {}", root.display()))?;
+    for dir in read_dirs {
+        let guest = dir.to_str().context("a readable directory's path is not valid UTF-8")?;
+        builder
+            .preopened_dir(dir, guest, FsPerms::ReadOnly)
+            .map_err(anyhow::Error::from)
+            .with_context(|| format!("cannot open {}", dir.display()))?;
+    }
     Ok(())
 }

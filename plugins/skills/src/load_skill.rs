@@ -1,0 +1,168 @@
+//! load_skill — returns a skill's instructions and its directory, or one of
+//! its files.
+//!
+//! Spec: skill (exactly as the catalog lists it; empty: missing required
+//! argument: skill); file (relative to the skill's directory; an absolute path
+//! or one that escapes with .. is refused: file must be a relative path inside
+//! the skill's directory, got "…"); offset; limit. "The instructions come back
+//! as skill: <name>, directory: <path>, a blank line, then the SKILL.md body
+//! without its frontmatter; a file comes back as its content. Files are read up
+//! to 20 MB ([file is N bytes; only the first 20 MB was read] as the last line,
+//! so it takes part in windowing) and output is capped at 64 KB: [output
+//! truncated at 64 KB — showing lines A-B of N; call load_skill again with
+//! offset=B and a limit to continue], or [showing lines A-B of N] for a window
+//! that ends early. An unknown name is unknown skill "x"; available skills: a,
+//! b, c — or unknown skill "x": no skills are installed."
+
+use crate::catalog::{self, Skill};
+use iota_toolset::ToolResult;
+use iota_toolset::args::Args;
+use iota_toolset::jail::clean;
+use iota_toolset::output::{OUTPUT_CAP, clip};
+use std::io::Read;
+use std::path::{Component, Path, PathBuf};
+
+/// The tool's name.
+pub const NAME: &str = "load_skill";
+/// What the model reads about it.
+pub const DESCRIPTION: &str = "Load a skill from the catalog in the system prompt: returns its instructions and its \
+directory (the base for its bundled files and scripts). With file, returns one of its bundled files instead, \
+relative to the skill's directory. offset and limit window long content.";
+/// JSON Schema of the arguments.
+pub const PARAMETERS: &str = r#"{"type":"object","properties":{"skill":{"type":"string","description":"The skill's name, exactly as the catalog lists it."},"file":{"type":"string","description":"A bundled file to read instead of the instructions, relative to the skill's directory (references/api.md)."},"offset":{"type":"integer","description":"1-based first line of the window. Default 1."},"limit":{"type":"integer","description":"How many lines to return. Default: all remaining."}},"required":["skill"],"additionalProperties":false}"#;
+
+/// Files are read up to 20 MB.
+pub const MAX_READ: u64 = 20 * 1024 * 1024;
+const NOTE_ROOM: usize = 256;
+
+/// Runs one load_skill call against the skill bases.
+pub fn run(bases: &[PathBuf], args: &Args) -> ToolResult {
+    let name = match args.required_str("skill") {
+        Ok(n) => n,
+        Err(e) => return ToolResult::error(NAME, e),
+    };
+    let header = format!("{NAME} {name}");
+    match load(bases, args, name) {
+        Ok(text) => ToolResult::ok(header, text),
+        Err(e) => ToolResult::error(header, e),
+    }
+}
+
+fn load(bases: &[PathBuf], args: &Args, name: &str) -> Result<String, String> {
+    let file = args.optional_str("file")?;
+    let offset = positive(args, "offset")?.unwrap_or(1);
+    let limit = positive(args, "limit")?;
+    let skills = catalog::discover(bases);
+    let skill = find(&skills, name)?;
+    let (prefix, content) = match file {
+        None => {
+            let text = std::fs::read_to_string(skill.dir.join("SKILL.md"))
+                .map_err(|e| format!("cannot read {}: {e}", skill.dir.join("SKILL.md").display()))?;
+            let (_, body) = catalog::split_frontmatter(&text);
+            (
+                format!("skill: {}, directory: {}\n\n", skill.name, skill.dir.display()),
+                body.to_string(),
+            )
+        }
+        Some(file) => (String::new(), read_bundled(skill, file)?),
+    };
+    Ok(format!("{prefix}{}", window(&content, offset, limit)?))
+}
+
+fn find<'a>(skills: &'a [Skill], name: &str) -> Result<&'a Skill, String> {
+    skills.iter().find(|s| s.name == name).ok_or_else(|| {
+        if skills.is_empty() {
+            format!("unknown skill \"{name}\": no skills are installed")
+        } else {
+            let names: Vec<&str> = skills.iter().map(|s| s.name.as_str()).collect();
+            format!("unknown skill \"{name}\"; available skills: {}", names.join(", "))
+        }
+    })
+}
+
+fn positive(args: &Args, name: &str) -> Result<Option<usize>, String> {
+    match args.optional_int(name)? {
+        None => Ok(None),
+        Some(n) if n >= 1 => Ok(Some(n as usize)),
+        Some(n) => Err(format!("{name} must be a positive integer, got {n}")),
+    }
+}
+
+/// A bundled file's text, read up to 20 MB with the note as its last line.
+fn read_bundled(skill: &Skill, file: &str) -> Result<String, String> {
+    let relative = Path::new(file);
+    let escapes = relative.is_absolute()
+        || clean(relative).components().next() == Some(Component::ParentDir)
+        || file.contains('\0');
+    if escapes {
+        return Err(format!(
+            "file must be a relative path inside the skill's directory, got \"{file}\""
+        ));
+    }
+    let path = skill.dir.join(clean(relative));
+    let mut handle = std::fs::File::open(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => format!("file does not exist: {}", path.display()),
+        _ => format!("cannot read {}: {e}", path.display()),
+    })?;
+    let len = handle.metadata().map(|m| m.len()).unwrap_or(0);
+    if handle.metadata().is_ok_and(|m| m.is_dir()) {
+        return Err(format!("{} is a directory, not a file", path.display()));
+    }
+    let mut bytes = Vec::with_capacity(len.min(MAX_READ) as usize);
+    (&mut handle)
+        .take(MAX_READ)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    if len > MAX_READ {
+        if !text.ends_with('\n') {
+            text.push('\n');
+        }
+        text.push_str(&format!("[file is {len} bytes; only the first 20 MB was read]\n"));
+    }
+    Ok(text)
+}
+
+/// Lines `offset..offset+limit` of `content`, within the 64 KB cap.
+fn window(content: &str, offset: usize, limit: Option<usize>) -> Result<String, String> {
+    let lines: Vec<&str> = content.lines().collect();
+    let total = lines.len();
+    if total == 0 {
+        return Ok(String::new());
+    }
+    if offset > total {
+        return Err(format!("offset {offset} is past the end ({total} lines)"));
+    }
+    let end = limit.map_or(total, |l| total.min(offset.saturating_add(l - 1)));
+    let mut out = String::new();
+    let mut last = offset - 1;
+    for (number, line) in lines
+        .iter()
+        .enumerate()
+        .take(end)
+        .skip(offset - 1)
+        .map(|(i, l)| (i + 1, l))
+    {
+        if out.len() + line.len() + 1 > OUTPUT_CAP - NOTE_ROOM {
+            if number == offset {
+                out.push_str(&clip(line, OUTPUT_CAP - NOTE_ROOM - 4));
+                out.push('\n');
+                last = number;
+            }
+            let shown_to = last;
+            out.push_str(&format!(
+                "[output truncated at 64 KB — showing lines {offset}-{shown_to} of {total}; call load_skill again with offset={shown_to} and a limit to continue]"
+            ));
+            return Ok(out);
+        }
+        out.push_str(line);
+        out.push('\n');
+        last = number;
+    }
+    if end < total {
+        out.push_str(&format!("[showing lines {offset}-{end} of {total}]"));
+    } else {
+        out.pop();
+    }
+    Ok(out)
+}

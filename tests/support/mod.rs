@@ -32,6 +32,7 @@ pub struct Project {
     aux: PathBuf,
     config: Option<PathBuf>,
     answers: Option<PathBuf>,
+    home: Option<PathBuf>,
 }
 
 impl Project {
@@ -48,6 +49,7 @@ impl Project {
             aux,
             config: None,
             answers: None,
+            home: None,
         }
     }
 
@@ -98,6 +100,19 @@ impl Project {
         self
     }
 
+    /// Uses a private home directory (`aux/home`) for the binary.
+    pub fn with_home(mut self) -> Project {
+        let home = self.aux.join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        self.home = Some(home);
+        self
+    }
+
+    /// The home directory given to the binary, when private.
+    pub fn home(&self) -> Option<&Path> {
+        self.home.as_deref()
+    }
+
     /// The binary with this project's root, config and answers; the shared
     /// compiled-component cache; no inherited config.
     pub fn command(&self) -> Command {
@@ -110,6 +125,9 @@ impl Project {
             .arg(&self.root);
         if let Some(config) = &self.config {
             cmd.arg("--config").arg(config);
+        }
+        if let Some(home) = &self.home {
+            cmd.env("HOME", home);
         }
         match &self.answers {
             Some(answers) => cmd.arg("--answers").arg(answers),

@@ -84,11 +84,18 @@ pub fn clean(path: &Path) -> PathBuf {
             Component::Prefix(p) => out.push(p.as_os_str()),
             Component::RootDir => out.push(Component::RootDir.as_os_str()),
             Component::CurDir => {}
-            Component::ParentDir => {
-                if !out.pop() && !out.has_root() {
-                    out.push("..");
+            Component::ParentDir => match out.components().next_back() {
+                // `..` above a relative start stays; above the root is the root.
+                None | Some(Component::ParentDir) => {
+                    if !out.has_root() {
+                        out.push("..");
+                    }
                 }
-            }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                Some(_) => {
+                    out.pop();
+                }
+            },
             Component::Normal(name) => out.push(name),
         }
     }
@@ -134,6 +141,13 @@ mod tests {
         let j = jail();
         assert_eq!(j.relative(Path::new("/home/u/project")), ".");
         assert_eq!(j.relative(Path::new("/home/u/project/a/b")), "a/b");
+    }
+
+    #[test]
+    fn cleaning_keeps_leading_parents_of_relative_paths() {
+        assert_eq!(clean(Path::new("a/../../../x")), Path::new("../../x"));
+        assert_eq!(clean(Path::new("/../a/./b/..")), Path::new("/a"));
+        assert_eq!(clean(Path::new("a/b/../c")), Path::new("a/c"));
     }
 
     #[test]

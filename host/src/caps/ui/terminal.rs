@@ -6,7 +6,7 @@ use crate::caps::bindings::iota::toolset::ui::{Answer, Question};
 use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use crossterm::style::Stylize;
 use crossterm::{cursor, execute, terminal};
-use std::io::{BufRead, Write};
+use std::io::Write;
 use std::sync::Mutex;
 
 /// A [`Ui`] on the terminal the host runs in.
@@ -98,12 +98,166 @@ fn select(options: &[String], multiple: bool) -> Option<Vec<usize>> {
     }
 }
 
-fn read_line(prompt: &str) -> Option<String> {
-    eprint!("{prompt}");
-    let mut line = String::new();
-    let tty = std::fs::File::open("/dev/tty").ok()?;
-    std::io::BufReader::new(tty).read_line(&mut line).ok()?;
-    Some(line.trim_end_matches(['\n', '\r']).to_string())
+/// The tabbed `choose` surface: one tab per question; Tab (or ←/→) switches
+/// questions, ↑/↓ move, Space picks (toggles in multi-select), typing on
+/// "Other…" writes a free-text answer, Enter commits every question, Esc
+/// declines the whole thing.
+struct Surface<'a> {
+    questions: &'a [Question],
+    tab: usize,
+    cursor: Vec<usize>,
+    picked: Vec<Vec<bool>>,
+    custom: Vec<String>,
+    drawn: u16,
+}
+
+impl<'a> Surface<'a> {
+    fn new(questions: &'a [Question]) -> Surface<'a> {
+        Surface {
+            questions,
+            tab: 0,
+            cursor: vec![0; questions.len()],
+            picked: questions.iter().map(|q| vec![false; q.choices.len()]).collect(),
+            custom: vec![String::new(); questions.len()],
+            drawn: 0,
+        }
+    }
+
+    /// Rows of the current question: its choices, then "Other…" when offered.
+    fn rows(&self) -> usize {
+        let q = &self.questions[self.tab];
+        q.choices.len() + usize::from(q.allow_custom)
+    }
+
+    fn on_other(&self) -> bool {
+        let q = &self.questions[self.tab];
+        q.allow_custom && self.cursor[self.tab] == q.choices.len()
+    }
+
+    fn draw(&mut self) {
+        let mut err = std::io::stderr();
+        if self.drawn > 0 {
+            let _ = execute!(err, cursor::MoveUp(self.drawn));
+        }
+        let _ = execute!(
+            err,
+            cursor::MoveToColumn(0),
+            terminal::Clear(terminal::ClearType::FromCursorDown)
+        );
+        let mut lines: Vec<String> = Vec::new();
+        let tabs: Vec<String> = self
+            .questions
+            .iter()
+            .enumerate()
+            .map(|(i, q)| {
+                // Brackets mark the current tab even where colour is off.
+                if i == self.tab {
+                    format!("{}", format!("[{}]", q.header).reverse().bold())
+                } else {
+                    format!("{}", format!(" {} ", q.header).dim())
+                }
+            })
+            .collect();
+        lines.push(tabs.join(" "));
+        let q = &self.questions[self.tab];
+        lines.push(q.question.clone().bold().to_string());
+        for (i, choice) in q.choices.iter().enumerate() {
+            let mark = match (q.multiple, self.picked[self.tab][i]) {
+                (true, true) => "[x]",
+                (true, false) => "[ ]",
+                (false, true) => "(•)",
+                (false, false) => "( )",
+            };
+            let text = match &choice.description {
+                Some(d) => format!("{mark} {} — {}", choice.label, d.as_str().dim()),
+                None => format!("{mark} {}", choice.label),
+            };
+            lines.push(if self.cursor[self.tab] == i {
+                format!("> {}", text.cyan())
+            } else {
+                format!("  {text}")
+            });
+        }
+        if q.allow_custom {
+            let text = format!("Other… {}", self.custom[self.tab]);
+            lines.push(if self.on_other() {
+                format!("> {}", text.cyan())
+            } else {
+                format!("  {text}")
+            });
+        }
+        lines.push(
+            "Tab switch question · ↑↓ move · Space pick · type for Other… · Enter submit all · Esc decline"
+                .dim()
+                .to_string(),
+        );
+        for line in &lines {
+            let _ = write!(err, "{line}\r\n");
+        }
+        let _ = err.flush();
+        self.drawn = lines.len() as u16;
+    }
+
+    fn answers(&self) -> Vec<Answer> {
+        self.questions
+            .iter()
+            .enumerate()
+            .map(|(i, q)| {
+                let mut selected: Vec<String> = q
+                    .choices
+                    .iter()
+                    .zip(&self.picked[i])
+                    .filter(|(_, p)| **p)
+                    .map(|(c, _)| c.label.clone())
+                    .collect();
+                let custom = Some(self.custom[i].trim().to_string()).filter(|c| !c.is_empty());
+                // A single-select question left unpicked answers with the highlighted choice.
+                if !q.multiple && selected.is_empty() && custom.is_none() {
+                    if let Some(choice) = q.choices.get(self.cursor[i]) {
+                        selected.push(choice.label.clone());
+                    }
+                }
+                Answer { selected, custom }
+            })
+            .collect()
+    }
+
+    fn run(mut self) -> Option<Vec<Answer>> {
+        loop {
+            self.draw();
+            let Ok(Event::Key(key)) = event::read() else { continue };
+            if key.kind != KeyEventKind::Press {
+                continue;
+            }
+            let rows = self.rows();
+            let tab = self.tab;
+            match key.code {
+                KeyCode::Esc => return None,
+                KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => return None,
+                KeyCode::Enter => return Some(self.answers()),
+                KeyCode::Tab | KeyCode::Right => self.tab = (tab + 1) % self.questions.len(),
+                KeyCode::BackTab | KeyCode::Left => self.tab = (tab + self.questions.len() - 1) % self.questions.len(),
+                KeyCode::Up => self.cursor[tab] = (self.cursor[tab] + rows - 1) % rows,
+                KeyCode::Down => self.cursor[tab] = (self.cursor[tab] + 1) % rows,
+                KeyCode::Backspace if self.on_other() => {
+                    self.custom[tab].pop();
+                }
+                KeyCode::Char(c) if self.on_other() => self.custom[tab].push(c),
+                KeyCode::Char(' ') => {
+                    let at = self.cursor[tab];
+                    if self.questions[tab].multiple {
+                        self.picked[tab][at] = !self.picked[tab][at];
+                    } else {
+                        let picked = &mut self.picked[tab];
+                        let was = picked[at];
+                        picked.iter_mut().for_each(|p| *p = false);
+                        picked[at] = !was;
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 impl Ui for TerminalUi {
@@ -127,38 +281,8 @@ impl Ui for TerminalUi {
 
     fn choose(&self, questions: &[Question]) -> Option<Vec<Answer>> {
         let _one = self.lock.lock().unwrap();
-        let mut answers = Vec::new();
-        for question in questions {
-            eprintln!(
-                "{} {}",
-                format!("[{}]", question.header).dim(),
-                question.question.clone().bold()
-            );
-            let mut options: Vec<String> = question
-                .choices
-                .iter()
-                .map(|c| match &c.description {
-                    Some(d) => format!("{} — {d}", c.label),
-                    None => c.label.clone(),
-                })
-                .collect();
-            if question.allow_custom {
-                options.push("Other…".to_string());
-            }
-            let picked = select(&options, question.multiple)?;
-            let mut answer = Answer {
-                selected: Vec::new(),
-                custom: None,
-            };
-            for i in picked {
-                match question.choices.get(i) {
-                    Some(choice) => answer.selected.push(choice.label.clone()),
-                    None => answer.custom = read_line("Other: ").filter(|s| !s.is_empty()),
-                }
-            }
-            answers.push(answer);
-        }
-        Some(answers)
+        let _raw = RawMode::enter().ok()?;
+        Surface::new(questions).run()
     }
 
     fn confirm(&self, question: &str, yes_label: &str, no_label: &str) -> Option<bool> {

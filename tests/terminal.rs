@@ -1,0 +1,102 @@
+//! A real terminal: iota-host under tmux, answered with keystrokes. Runs where
+//! tmux is installed (CI installs it); elsewhere it prints why it skipped.
+
+mod support;
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+use support::{BIN, Project, cache_dir};
+
+fn tmux(args: &[&str]) -> String {
+    let out = Command::new("tmux").args(args).output().expect("tmux runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Waits until the pane shows `text`; returns the screen.
+fn wait_for(session: &str, text: &str) -> String {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let screen = tmux(&["capture-pane", "-p", "-t", session]);
+        if screen.contains(text) {
+            return screen;
+        }
+        assert!(Instant::now() < deadline, "the screen never showed {text:?}:\n{screen}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_two_question_choose_and_an_approval_answered_with_keys() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("SKIPPED: tmux is not installed (apt-get install tmux)");
+        return;
+    }
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      code:\n      ask:\n");
+    let out = p.outside().join("out.json");
+    let choose = r#"{"questions":[{"header":"Extras","question":"Which extras?","multiple":true,"options":[{"label":"Tests"},{"label":"Docs","description":"the README"},{"label":"Bench"}]},{"header":"Language","question":"Which language?","options":[{"label":"Rust"},{"label":"Go"}]}]}"#;
+    let write = r#"{"path":"picked.txt","content":"hi\n"}"#;
+    let script = format!(
+        "cd '{root}' && NO_COLOR=1 IOTA_CACHE_DIR='{cache}' '{BIN}' --root . --config '{config}' call --json choose '{choose}' write_file '{write}' > '{out}'; echo EXIT=$? >> '{out}'; sleep 60",
+        root = p.root().display(),
+        cache = cache_dir().display(),
+        config = p.outside().join("config.yaml").display(),
+        out = out.display(),
+    );
+    let session = format!("iota-test-{}", std::process::id());
+    tmux(&["new-session", "-d", "-s", &session, "-x", "120", "-y", "40", &script]);
+    let cleanup = scopeguard(&session);
+
+    let screen = wait_for(&session, "Which extras?");
+    // The surface: tabs, the question, its choices with descriptions, Other…, the key help.
+    assert!(screen.contains("[Extras]  Language"), "{screen}");
+    assert!(screen.contains("> [ ] Tests"), "{screen}");
+    assert!(screen.contains("  [ ] Docs — the README"), "{screen}");
+    assert!(screen.contains("\n  Other…"), "{screen}");
+    // Multi-select Tests and Bench; Tab to the second question; type an Other… answer.
+    tmux(&["send-keys", "-t", &session, "Space", "Down", "Down", "Space"]);
+    let screen = wait_for(&session, "> [x] Bench");
+    assert!(screen.contains("  [x] Tests"), "{screen}");
+    tmux(&["send-keys", "-t", &session, "Tab", "Down", "Down", "z", "i", "g"]);
+    let screen = wait_for(&session, "> Other… zig");
+    assert!(screen.contains(" Extras  [Language]"), "{screen}");
+    tmux(&["send-keys", "-t", &session, "Enter"]);
+    // The approval question shows the writer's diff and the three answers.
+    let screen = wait_for(&session, "Allow write_file picked.txt");
+    assert!(
+        screen.contains("+++ b/picked.txt") && screen.contains("+hi"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("> Allow once\n  Allow for this session\n  Deny"),
+        "{screen}"
+    );
+    tmux(&["send-keys", "-t", &session, "Enter"]);
+
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&out).unwrap_or_default().contains("EXIT=") {
+        assert!(Instant::now() < deadline, "iota-host did not finish");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let text = std::fs::read_to_string(&out).unwrap();
+    let lines: Vec<serde_json::Value> = text
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines[0]["text"], "Extras: Tests, Bench\nLanguage: zig (custom answer)");
+    assert_eq!(lines[1]["text"], "wrote 3 B to picked.txt (created)");
+    assert!(text.ends_with("EXIT=0\n"), "{text}");
+    assert_eq!(p.read("picked.txt"), b"hi\n");
+    drop(cleanup);
+}
+
+/// Kills the tmux session however the test ends.
+fn scopeguard(session: &str) -> impl Drop + '_ {
+    struct Kill<'a>(&'a str);
+    impl Drop for Kill<'_> {
+        fn drop(&mut self) {
+            let _ = Command::new("tmux").args(["kill-session", "-t", self.0]).output();
+        }
+    }
+    Kill(session)
+}

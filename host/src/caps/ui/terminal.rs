@@ -212,10 +212,12 @@ impl<'a> Surface<'a> {
                     .collect();
                 let custom = Some(self.custom[i].trim().to_string()).filter(|c| !c.is_empty());
                 // A single-select question left unpicked answers with the highlighted choice.
-                if !q.multiple && selected.is_empty() && custom.is_none() {
-                    if let Some(choice) = q.choices.get(self.cursor[i]) {
-                        selected.push(choice.label.clone());
-                    }
+                if !q.multiple
+                    && selected.is_empty()
+                    && custom.is_none()
+                    && let Some(choice) = q.choices.get(self.cursor[i])
+                {
+                    selected.push(choice.label.clone());
                 }
                 Answer { selected, custom }
             })

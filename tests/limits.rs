@@ -41,7 +41,7 @@ fn a_granted_process_request_runs_in_the_shell_sandbox() {
         );
         return;
     }
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = support::visible_outside_dir();
     let outside = dir.path().join("x");
     let rs = p.calls(&[
         ("run", json!({"line": "echo hi; pwd"})),

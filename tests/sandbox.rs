@@ -22,7 +22,7 @@ fn writes_outside_the_allowed_dirs_fail_and_leave_the_host_unchanged() {
     let Some(p) = sandboxed() else { return };
     // Outside the root but visible inside (not under the host's /tmp, which
     // the sandbox replaces with the session's own).
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = support::visible_outside_dir();
     let outside = dir.path().join("victim.txt");
     std::fs::write(&outside, "original").unwrap();
     let r = sh(
@@ -47,7 +47,7 @@ fn writes_outside_the_allowed_dirs_fail_and_leave_the_host_unchanged() {
 #[test]
 fn symlink_and_hard_link_tricks_do_not_reach_outside() {
     let Some(p) = sandboxed() else { return };
-    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let dir = support::visible_outside_dir();
     let target = dir.path().join("target.txt");
     std::fs::write(&target, "original").unwrap();
     std::os::unix::fs::symlink(&target, p.path("planted-link")).unwrap();

@@ -306,3 +306,15 @@ pub fn tool_names(p: &Project) -> Vec<String> {
         })
         .collect()
 }
+
+/// A fresh directory outside the project that a sandboxed command can see
+/// but not write: not under /tmp (the sandbox replaces it with the session's
+/// own) and not under the cache directory (writable). /var/tmp first.
+pub fn visible_outside_dir() -> tempfile::TempDir {
+    let candidates = [PathBuf::from("/var/tmp"), PathBuf::from(env!("CARGO_TARGET_TMPDIR"))];
+    let base = candidates
+        .iter()
+        .find(|dir| dir.is_dir() && !dir.starts_with("/tmp") && !dir.starts_with(std::env::temp_dir()))
+        .expect("a writable directory outside /tmp for sandbox tests");
+    tempfile::tempdir_in(base).unwrap()
+}

@@ -74,6 +74,8 @@ pub enum Command {
     },
     /// Print the system-prompt text the enabled sets contribute.
     Prompt,
+    /// Serve the agent's tools over MCP on stdio (the main long-running job).
+    Serve,
 }
 
 /// A failure that exits with status 2.
@@ -140,6 +142,10 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
             print_notices(&session.jobs().take_notices(), json);
             let failed = outcomes.iter().any(|o| o.result.is_error);
             Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
+        }
+        Command::Serve => {
+            crate::mcp::serve(tools, ui).map_err(UsageError)?;
+            Ok(ExitCode::SUCCESS)
         }
         Command::Inspect { .. } => unreachable!("handled above"),
     }

@@ -13,6 +13,7 @@ pub mod config;
 pub mod embedded;
 pub mod engine;
 pub mod inspect;
+pub mod mcp;
 pub mod present;
 pub mod round;
 pub mod session;

@@ -1,0 +1,132 @@
+//! `iota-host serve`: the agent's tools over MCP on stdio, with the official
+//! Rust SDK (rmcp). One connection is one session: approvals, the read ledger
+//! and background jobs live as long as it does, and its jobs are killed when
+//! it closes. Logging goes to stderr only; stdout is the protocol.
+
+use crate::agent::AgentTools;
+use crate::caps::ui::Ui;
+use crate::round::Call;
+use crate::session::Session;
+use crate::toolset::{Approval, Presentation};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
+    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use std::sync::Arc;
+
+/// The MCP server of one connection.
+pub struct McpServer {
+    tools: Arc<AgentTools>,
+    session: Arc<Session>,
+    ui: Arc<dyn Ui>,
+    /// The sets' system-prompt text, computed before the async runtime starts
+    /// (synchronous WASI must not run on it).
+    instructions: String,
+}
+
+impl McpServer {
+    /// A server for `tools`, with a fresh session whose questions go to `ui`.
+    pub fn new(tools: Arc<AgentTools>, ui: Arc<dyn Ui>) -> McpServer {
+        let instructions = tools.prompt();
+        McpServer {
+            tools,
+            session: Arc::new(Session::new()),
+            ui,
+            instructions,
+        }
+    }
+
+    /// The tools as MCP describes them: name, description, JSON Schema, and
+    /// hints (readers read-only, writers destructive).
+    pub fn list(&self) -> Vec<Tool> {
+        self.tools
+            .tools()
+            .map(|(_, spec)| {
+                let schema: JsonObject = serde_json::from_str(&spec.parameters).unwrap_or_default();
+                let mut hints = ToolAnnotations::new();
+                hints.read_only_hint = Some(spec.read_only);
+                hints.destructive_hint = Some(!spec.read_only && spec.presentation == Presentation::Expanded);
+                hints.open_world_hint = Some(spec.name == crate::shell::NAME);
+                if spec.approval == Approval::Required {
+                    hints.title = Some(format!("{} (asks first)", spec.name));
+                }
+                Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema)).with_annotations(hints)
+            })
+            .collect()
+    }
+
+    /// Runs one call; notices of jobs that finished since the last result come first.
+    pub fn call(&self, name: &str, arguments: Option<JsonObject>) -> (String, bool) {
+        let args = serde_json::Value::Object(arguments.unwrap_or_default()).to_string();
+        let outcome = self.tools.call(
+            &self.session,
+            &self.ui,
+            &Call {
+                tool: name.to_string(),
+                args,
+            },
+        );
+        let mut text = String::new();
+        for notice in self.session.jobs().take_notices() {
+            text.push_str(&notice);
+            text.push_str("\n\n");
+        }
+        text.push_str(&outcome.result.text);
+        (text, outcome.result.is_error)
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new("iota-host", env!("CARGO_PKG_VERSION")))
+            .with_instructions(self.instructions.clone())
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items(self.list()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let (tools, session, ui) = (self.tools.clone(), self.session.clone(), self.ui.clone());
+        let server = McpServer {
+            tools,
+            session,
+            ui,
+            instructions: String::new(),
+        };
+        let name = request.name.to_string();
+        // Tool calls block (Wasm instances, child processes): keep them off the reactor.
+        let (text, is_error) = tokio::task::spawn_blocking(move || server.call(&name, request.arguments))
+            .await
+            .map_err(|e| McpError::internal_error(format!("the call failed: {e}"), None))?;
+        let content = vec![ContentBlock::text(text)];
+        Ok(if is_error {
+            CallToolResult::error(content)
+        } else {
+            CallToolResult::success(content)
+        }
+        .into())
+    }
+}
+
+/// Serves `tools` on stdin/stdout until the client disconnects.
+pub fn serve(tools: AgentTools, ui: Arc<dyn Ui>) -> anyhow::Result<()> {
+    let server = McpServer::new(Arc::new(tools), ui);
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
+    runtime.block_on(async move {
+        let running = server.serve(rmcp::transport::stdio()).await?;
+        running.waiting().await?;
+        anyhow::Ok(())
+    })
+}

@@ -1,0 +1,112 @@
+//! `iota-host serve` driven by the official MCP Python SDK (`mcp` from PyPI,
+//! installed by .ci/run into target/mcp-venv): one real session.
+
+mod support;
+
+use std::path::PathBuf;
+use support::{BIN, Project};
+
+/// The venv .ci/run makes; the test is skipped, saying so, without it.
+fn python() -> Option<PathBuf> {
+    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/mcp-venv/bin/python");
+    let ok = std::process::Command::new(&python)
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!(
+            "SKIPPED: no MCP Python SDK (python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp)"
+        );
+    }
+    ok.then_some(python)
+}
+
+#[test]
+fn a_real_session_with_the_python_sdk() {
+    let Some(python) = python() else { return };
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      shell:\n      code:\n        auto_write: true\n");
+    p.write("a.txt", "old text\n");
+    std::fs::write(p.root().parent().unwrap().join("outside.txt"), "SECRET").unwrap();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client.py");
+    let out = std::process::Command::new(python)
+        .arg(script)
+        .arg(BIN)
+        .arg(p.outside().join("config.yaml"))
+        .arg(p.root())
+        .env("IOTA_CACHE_DIR", support::cache_dir())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "client failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let steps: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let step = |name: &str| {
+        steps
+            .iter()
+            .find(|s| s["step"] == name)
+            .unwrap_or_else(|| panic!("no step {name}: {stdout}"))
+            .clone()
+    };
+
+    let tools = step("list")["tools"].as_array().unwrap().clone();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "shell",
+            "glob",
+            "grep",
+            "list_dir",
+            "read_file",
+            "edit_file",
+            "write_file"
+        ]
+    );
+    let hint = |name: &str, key: &str| tools.iter().find(|t| t["name"] == name).unwrap()[key].clone();
+    assert_eq!(hint("read_file", "read_only"), true);
+    assert_eq!(hint("edit_file", "destructive"), true);
+    assert!(tools.iter().all(|t| t["schema_type"] == "object"));
+
+    assert_eq!(step("read")["text"], "     1\told text");
+    assert_eq!(
+        step("edit")["text"],
+        "1 replacement in a.txt\n     1\tnew text",
+        "the ledger lasts across calls"
+    );
+    assert_eq!(step("reread")["text"], "     1\tnew text");
+    let refused = step("refused");
+    assert_eq!(refused["is_error"], true);
+    assert!(
+        refused["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("shell was not executed: it requires interactive approval"),
+        "{refused}"
+    );
+    let jail = step("jail");
+    assert_eq!(
+        jail["text"],
+        format!(
+            "path is outside the project root ({}): ../outside.txt",
+            p.root().display()
+        )
+    );
+    assert_eq!(step("grep")["text"], "a.txt:1: new text");
+    assert_eq!(step("shell")["text"], "from-shell");
+    assert!(
+        step("background")["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Started background job b")
+    );
+    let after = step("after-job")["text"].as_str().unwrap().to_string();
+    assert!(
+        after.starts_with("[background job b")
+            && after.contains("finished: exit 0 after 1s] sleep 1; echo job-done\njob-done\n\n"),
+        "the notice leads the next result: {after}"
+    );
+    assert!(after.ends_with("a.txt (9 B)"), "{after}");
+}

@@ -37,10 +37,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> ToolResult {
         Err(e) => return ToolResult::error(NAME, e),
     };
     let header = format!("{NAME} {pattern}");
-    match search(ctx, args, pattern) {
-        Ok(text) => ToolResult::ok(header, text),
-        Err(e) => ToolResult::error(header, e),
-    }
+    ToolResult::from_outcome(header, search(ctx, args, pattern))
 }
 
 fn search(ctx: &Ctx, args: &Args, pattern: &str) -> Result<String, String> {

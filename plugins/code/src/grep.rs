@@ -46,10 +46,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> ToolResult {
         Err(e) => return ToolResult::error(NAME, e),
     };
     let header = format!("{NAME} {pattern}");
-    match search(ctx, args, pattern) {
-        Ok(text) => ToolResult::ok(header, text),
-        Err(e) => ToolResult::error(header, e),
-    }
+    ToolResult::from_outcome(header, search(ctx, args, pattern))
 }
 
 /// Compiles `pattern` for line-oriented search, with the spec's error text.

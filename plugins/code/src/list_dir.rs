@@ -32,10 +32,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> ToolResult {
         Err(e) => return ToolResult::error(NAME, e),
     };
     let header = format!("{NAME} {written}");
-    match list(ctx, written) {
-        Ok(text) => ToolResult::ok(header, text),
-        Err(e) => ToolResult::error(header, e),
-    }
+    ToolResult::from_outcome(header, list(ctx, written))
 }
 
 fn list(ctx: &Ctx, written: &str) -> Result<String, String> {

@@ -39,10 +39,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> ToolResult {
         Err(e) => return ToolResult::error(NAME, e),
     };
     let header = format!("{NAME} {written}");
-    match read(ctx, args, written) {
-        Ok(text) => ToolResult::ok(header, text),
-        Err(e) => ToolResult::error(header, e),
-    }
+    ToolResult::from_outcome(header, read(ctx, args, written))
 }
 
 fn positive(args: &Args, name: &str) -> Result<Option<usize>, String> {

@@ -59,6 +59,14 @@ impl ToolResult {
         }
     }
 
+    /// The result of a tool body that returns the model's text or the refusal text.
+    pub fn from_outcome(header: impl Into<String>, outcome: Result<String, String>) -> Self {
+        match outcome {
+            Ok(text) => ToolResult::ok(header, text),
+            Err(text) => ToolResult::error(header, text),
+        }
+    }
+
     /// The same result with the diff the user is shown.
     pub fn with_diff(mut self, diff: Option<String>) -> Self {
         self.diff = diff;

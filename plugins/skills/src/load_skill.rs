@@ -42,10 +42,7 @@ pub fn run(bases: &[PathBuf], args: &Args) -> ToolResult {
         Err(e) => return ToolResult::error(NAME, e),
     };
     let header = format!("{NAME} {name}");
-    match load(bases, args, name) {
-        Ok(text) => ToolResult::ok(header, text),
-        Err(e) => ToolResult::error(header, e),
-    }
+    ToolResult::from_outcome(header, load(bases, args, name))
 }
 
 fn load(bases: &[PathBuf], args: &Args, name: &str) -> Result<String, String> {

@@ -17,7 +17,7 @@ use crate::files::{self, Target, numbered};
 use crate::{Ctx, ledger};
 use iota_toolset::ToolResult;
 use iota_toolset::args::Args;
-use iota_toolset::output::{OUTPUT_CAP, clip};
+use iota_toolset::output::{OUTPUT_CAP, window};
 use iota_toolset::size::{kb, mb};
 
 /// The tool's name.
@@ -80,38 +80,15 @@ fn read(ctx: &Ctx, args: &Args, written: &str) -> Result<String, String> {
     }
     let end = limit.map_or(total, |l| total.min(offset.saturating_add(l - 1)));
 
-    let mut out = String::new();
-    let mut last = offset - 1;
-    let mut cut = false;
-    for (number, line) in lines
-        .iter()
-        .enumerate()
-        .take(end)
-        .skip(offset - 1)
-        .map(|(i, l)| (i + 1, l))
-    {
-        let row = numbered(number, line);
-        if out.len() + row.len() + 1 > OUTPUT_CAP - NOTE_ROOM {
-            if number == offset {
-                // One line longer than the cap: cut it rather than show nothing.
-                out.push_str(&clip(&row, OUTPUT_CAP - NOTE_ROOM - 4));
-                out.push('\n');
-                last = number;
-                cut = true;
-            }
-            break;
-        }
-        out.push_str(&row);
-        out.push('\n');
-        last = number;
-    }
+    let shown = window(&lines, offset, end, OUTPUT_CAP - NOTE_ROOM, numbered);
+    let (mut out, last) = (shown.text, shown.last);
     if meta.len() > files::MAX_READ {
         out.push_str(&format!(
             "[file is {}; only the first 20 MB was read]\n",
             mb(meta.len())
         ));
     }
-    if last < end || cut {
+    if shown.truncated {
         out.push_str(&format!(
             "[output truncated — showing lines {offset}-{last} of {total}; call read_file with offset={} to continue]",
             last + 1

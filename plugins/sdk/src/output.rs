@@ -45,9 +45,64 @@ pub fn join_capped<'a>(rows: impl IntoIterator<Item = &'a str>, footer: Option<&
     out
 }
 
+/// A window of numbered lines fitted under a byte budget.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Window {
+    /// The rendered rows, each ending in a newline.
+    pub text: String,
+    /// The last line number shown (`offset - 1` when none fit).
+    pub last: usize,
+    /// Whether rows were left out (or the one shown was cut) for the budget.
+    pub truncated: bool,
+}
+
+/// Renders lines `offset..=end` (1-based) of `lines` with `row`, stopping
+/// before `budget` bytes; a first row longer than the budget is cut with `…`
+/// rather than leaving the window empty.
+pub fn window<S: AsRef<str>>(
+    lines: &[S],
+    offset: usize,
+    end: usize,
+    budget: usize,
+    row: impl Fn(usize, &str) -> String,
+) -> Window {
+    let mut out = Window {
+        text: String::new(),
+        last: offset.saturating_sub(1),
+        truncated: false,
+    };
+    for number in offset..=end.min(lines.len()) {
+        let rendered = row(number, lines[number - 1].as_ref());
+        if out.text.len() + rendered.len() + 1 > budget {
+            if number == offset {
+                out.text.push_str(&clip(&rendered, budget.saturating_sub(4)));
+                out.text.push('\n');
+                out.last = number;
+            }
+            out.truncated = true;
+            break;
+        }
+        out.text.push_str(&rendered);
+        out.text.push('\n');
+        out.last = number;
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn windows_fit_the_budget_and_never_come_back_empty() {
+        let lines = ["aaaa", "bbbb", "cccc"];
+        let w = window(&lines, 1, 3, 11, |_, l| l.to_string());
+        assert_eq!((w.text.as_str(), w.last, w.truncated), ("aaaa\nbbbb\n", 2, true));
+        let w = window(&lines, 2, 2, 100, |n, l| format!("{n}:{l}"));
+        assert_eq!((w.text.as_str(), w.last, w.truncated), ("2:bbbb\n", 2, false));
+        let w = window(&["x".repeat(50)], 1, 1, 10, |_, l| l.to_string());
+        assert!(w.truncated && w.last == 1 && w.text.ends_with("…\n"));
+    }
 
     #[test]
     fn clipping_respects_characters() {

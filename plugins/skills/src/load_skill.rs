@@ -18,7 +18,7 @@ use crate::catalog::{self, Skill};
 use iota_toolset::ToolResult;
 use iota_toolset::args::Args;
 use iota_toolset::jail::clean;
-use iota_toolset::output::{OUTPUT_CAP, clip};
+use iota_toolset::output::OUTPUT_CAP;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
@@ -131,30 +131,14 @@ fn window(content: &str, offset: usize, limit: Option<usize>) -> Result<String, 
         return Err(format!("offset {offset} is past the end ({total} lines)"));
     }
     let end = limit.map_or(total, |l| total.min(offset.saturating_add(l - 1)));
-    let mut out = String::new();
-    let mut last = offset - 1;
-    for (number, line) in lines
-        .iter()
-        .enumerate()
-        .take(end)
-        .skip(offset - 1)
-        .map(|(i, l)| (i + 1, l))
-    {
-        if out.len() + line.len() + 1 > OUTPUT_CAP - NOTE_ROOM {
-            if number == offset {
-                out.push_str(&clip(line, OUTPUT_CAP - NOTE_ROOM - 4));
-                out.push('\n');
-                last = number;
-            }
-            let shown_to = last;
-            out.push_str(&format!(
-                "[output truncated at 64 KB — showing lines {offset}-{shown_to} of {total}; call load_skill again with offset={shown_to} and a limit to continue]"
-            ));
-            return Ok(out);
-        }
-        out.push_str(line);
-        out.push('\n');
-        last = number;
+    let shown = iota_toolset::output::window(&lines, offset, end, OUTPUT_CAP - NOTE_ROOM, |_, line| line.to_string());
+    let mut out = shown.text;
+    if shown.truncated {
+        out.push_str(&format!(
+            "[output truncated at 64 KB — showing lines {offset}-{} of {total}; call load_skill again with offset={} and a limit to continue]",
+            shown.last, shown.last
+        ));
+        return Ok(out);
     }
     if end < total {
         out.push_str(&format!("[showing lines {offset}-{end} of {total}]"));

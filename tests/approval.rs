@@ -123,3 +123,41 @@ fn a_round_with_a_writer_runs_in_order_with_the_gate() {
         "the read after the edit sees it: serial, in order"
     );
 }
+
+#[test]
+fn the_audit_log_has_one_redacted_line_per_call() {
+    let p = Project::new().answers(r#"["deny"]"#);
+    p.write("a.txt", "x\n");
+    let log = p.outside().join("audit.jsonl");
+    let long = "z".repeat(500);
+    let out = p
+        .command()
+        .arg("--audit")
+        .arg(&log)
+        .args(["call", "read_file", r#"{"path":"a.txt"}"#, "write_file"])
+        .arg(json!({"path": "b.txt", "content": long, "auth_token": "s3cr3t"}).to_string())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let lines: Vec<serde_json::Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!(lines[0]["tool"], "read_file");
+    assert_eq!(lines[0]["set"], "code");
+    assert_eq!(lines[0]["agent"], "default");
+    assert_eq!(lines[0]["approval"], "not needed");
+    assert_eq!(lines[0]["is_error"], false);
+    assert_eq!(lines[0]["output_bytes"], "     1\tx".len());
+    assert_eq!(lines[1]["approval"], "refused");
+    assert_eq!(lines[1]["arguments"]["auth_token"], "[redacted]");
+    assert_eq!(
+        lines[1]["arguments"]["content"].as_str().unwrap().chars().count(),
+        201,
+        "cut at 200 characters plus …"
+    );
+    assert!(lines[1]["time"].as_str().unwrap().ends_with('Z'));
+    assert!(!std::fs::read_to_string(&log).unwrap().contains("s3cr3t"));
+}

@@ -19,6 +19,7 @@ use std::sync::Arc;
 pub struct AgentTools {
     sets: Vec<Arc<dyn Toolset>>,
     index: HashMap<String, usize>,
+    audit: Option<Arc<crate::audit::AuditLog>>,
 }
 
 /// Grants every third-party toolset has without asking: read the root, keep
@@ -65,7 +66,25 @@ impl AgentTools {
                 index.insert(tool.name.clone(), i);
             }
         }
-        Ok((AgentTools { sets, index }, warnings))
+        Ok((
+            AgentTools {
+                sets,
+                index,
+                audit: None,
+            },
+            warnings,
+        ))
+    }
+
+    /// Appends a line per call to `log`.
+    pub fn with_audit(mut self, log: crate::audit::AuditLog) -> AgentTools {
+        self.audit = Some(Arc::new(log));
+        self
+    }
+
+    /// The audit log, when one is kept.
+    pub fn audit(&self) -> Option<&crate::audit::AuditLog> {
+        self.audit.as_deref()
     }
 
     /// The loaded sets, in config order.

@@ -38,6 +38,9 @@ pub struct Cli {
     /// Answer every question from a JSON list (approvals, choose, confirm), in order.
     #[arg(long, global = true, value_name = "FILE")]
     pub answers: Option<PathBuf>,
+    /// Append one JSON line per call to FILE [default: the config's audit: key].
+    #[arg(long, global = true, value_name = "FILE")]
+    pub audit: Option<PathBuf>,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,
@@ -110,7 +113,13 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     let agent = config.agent(cli.agent.as_deref()).map_err(UsageError)?;
     let root = project_root(cli.root.as_deref()).map_err(UsageError)?;
     let ui = choose_ui(&cli).map_err(UsageError)?;
-    let (tools, warnings) = AgentTools::load(&engine, &config, agent, &root, &ui).map_err(UsageError)?;
+    let (mut tools, warnings) = AgentTools::load(&engine, &config, agent, &root, &ui).map_err(UsageError)?;
+    if let Some(path) = cli.audit.as_ref().or(config.audit.as_ref()) {
+        let log = crate::audit::AuditLog::open(path, &agent.name)
+            .with_context(|| format!("cannot open the audit log {}", path.display()))
+            .map_err(UsageError)?;
+        tools = tools.with_audit(log);
+    }
     for warning in &warnings {
         eprintln!("iota-host: warning: {warning}");
     }

@@ -29,6 +29,8 @@ pub struct Config {
     pub agents: Vec<Agent>,
     /// Declared Wasm toolsets by name.
     pub toolsets: BTreeMap<String, ToolsetDecl>,
+    /// `audit:`: where to append one JSON line per call.
+    pub audit: Option<PathBuf>,
 }
 
 /// One entry under `agents:`.
@@ -170,11 +172,20 @@ impl Config {
         };
         let mut agents = Vec::new();
         let mut toolsets = BTreeMap::new();
+        let mut audit = None;
         for (key, value) in doc {
             match key.as_str() {
                 Some("agents") => agents = parse_agents(value, origin)?,
                 Some("toolsets") => toolsets = parse_toolsets(value, origin, base)?,
-                Some(other) => bail!("config {origin}: unknown top-level key {other:?} (expected agents, toolsets)"),
+                Some("audit") => {
+                    let path = value
+                        .as_str()
+                        .with_context(|| format!("config {origin}: audit: must be a file path"))?;
+                    audit = Some(base.join(path));
+                }
+                Some(other) => {
+                    bail!("config {origin}: unknown top-level key {other:?} (expected agents, toolsets, audit)")
+                }
                 None => bail!("config {origin}: top-level keys must be strings"),
             }
         }
@@ -182,6 +193,7 @@ impl Config {
             origin: origin.to_string(),
             agents,
             toolsets,
+            audit,
         };
         for agent in &config.agents {
             for (set, _) in &agent.tools {

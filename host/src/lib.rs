@@ -7,6 +7,7 @@
 
 pub mod agent;
 pub mod approval;
+pub mod audit;
 pub mod caps;
 pub mod cli;
 pub mod config;

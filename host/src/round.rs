@@ -34,8 +34,17 @@ pub struct Outcome {
 }
 
 impl AgentTools {
-    /// Runs one call through the gate and its toolset.
+    /// Runs one call through the gate and its toolset, and audits it.
     pub fn call(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, call: &Call) -> Outcome {
+        let started = std::time::Instant::now();
+        let outcome = self.call_unaudited(session, ui, call);
+        if let Some(log) = self.audit() {
+            log.record(&outcome, &call.args, started.elapsed());
+        }
+        outcome
+    }
+
+    fn call_unaudited(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, call: &Call) -> Outcome {
         let Some((set, spec)) = self.find(&call.tool) else {
             return Outcome {
                 tool: call.tool.clone(),

@@ -110,3 +110,88 @@ fn a_real_session_with_the_python_sdk() {
     );
     assert!(after.ends_with("a.txt (9 B)"), "{after}");
 }
+
+/// A raw JSON-RPC client over the server's stdio.
+struct Raw {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Raw {
+    fn start(p: &Project) -> Raw {
+        let mut child = p
+            .command()
+            .arg("serve")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        let mut raw = Raw { child, stdin, lines };
+        raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#);
+        raw.reply(1);
+        raw.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        raw
+    }
+
+    fn send(&mut self, line: &str) {
+        use std::io::Write;
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// The response to request `id` (other messages are skipped).
+    fn reply(&self, id: u64) -> serde_json::Value {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .expect("a reply in time");
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+}
+
+impl Drop for Raw {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_cancelled_call_stops_its_command_and_the_session_goes_on() {
+    let p =
+        Project::new().config("agents:\n  a:\n    tools:\n      shell: {sandbox: off, auto_run: true}\n      code:\n");
+    let mut raw = Raw::start(&p);
+    raw.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"shell","arguments":{"command":"sleep 604.44"}}}"#);
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    assert!(!sleepers().is_empty(), "the command is running");
+    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"user"}}"#);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(sleepers().is_empty(), "cancelling the call killed its command");
+    raw.send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"shell","arguments":{"command":"echo still here"}}}"#);
+    assert_eq!(raw.reply(4)["result"]["content"][0]["text"], "still here");
+}
+
+fn sleepers() -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains("sleep 604.44"))
+        .collect()
+}

@@ -16,11 +16,15 @@ use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use std::sync::Arc;
 
-/// The MCP server of one connection.
+/// The MCP server of one connection (clones share its session).
+#[derive(Clone)]
 pub struct McpServer {
     tools: Arc<AgentTools>,
     session: Arc<Session>,
     ui: Arc<dyn Ui>,
+    /// The round rule across concurrent requests: calls that may run in
+    /// parallel share it, every other call holds it alone.
+    round: Arc<std::sync::RwLock<()>>,
     /// The sets' system-prompt text, computed before the async runtime starts
     /// (synchronous WASI must not run on it).
     instructions: String,
@@ -34,6 +38,7 @@ impl McpServer {
             tools,
             session: Arc::new(Session::new()),
             ui,
+            round: Arc::default(),
             instructions,
         }
     }
@@ -60,14 +65,17 @@ impl McpServer {
     /// Runs one call; notices of jobs that finished since the last result come first.
     pub fn call(&self, name: &str, arguments: Option<JsonObject>) -> (String, bool) {
         let args = serde_json::Value::Object(arguments.unwrap_or_default()).to_string();
-        let outcome = self.tools.call(
-            &self.session,
-            &self.ui,
-            &Call {
-                tool: name.to_string(),
-                args,
-            },
-        );
+        let call = Call {
+            tool: name.to_string(),
+            args,
+        };
+        let outcome = if self.tools.may_run_in_parallel(&self.session, &call) {
+            let _shared = self.round.read().unwrap_or_else(|e| e.into_inner());
+            self.tools.call(&self.session, &self.ui, &call)
+        } else {
+            let _alone = self.round.write().unwrap_or_else(|e| e.into_inner());
+            self.tools.call(&self.session, &self.ui, &call)
+        };
         let mut text = String::new();
         for notice in self.session.jobs().take_notices() {
             text.push_str(&notice);
@@ -96,20 +104,21 @@ impl ServerHandler for McpServer {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let (tools, session, ui) = (self.tools.clone(), self.session.clone(), self.ui.clone());
-        let server = McpServer {
-            tools,
-            session,
-            ui,
-            instructions: String::new(),
-        };
+        let server = self.clone();
         let name = request.name.to_string();
         // Tool calls block (Wasm instances, child processes): keep them off the reactor.
-        let (text, is_error) = tokio::task::spawn_blocking(move || server.call(&name, request.arguments))
-            .await
-            .map_err(|e| McpError::internal_error(format!("the call failed: {e}"), None))?;
+        let mut task = tokio::task::spawn_blocking(move || server.call(&name, request.arguments));
+        let finished = tokio::select! {
+            finished = &mut task => finished,
+            () = context.ct.cancelled() => {
+                // The client gave up on this call: stop its command, then let it wind down.
+                self.session.cancel_foreground();
+                task.await
+            }
+        };
+        let (text, is_error) = finished.map_err(|e| McpError::internal_error(format!("the call failed: {e}"), None))?;
         let content = vec![ContentBlock::text(text)];
         Ok(if is_error {
             CallToolResult::error(content)

@@ -76,18 +76,21 @@ impl AgentTools {
         }
     }
 
+    /// Whether `call` may run beside others: its tool is parallel and needs
+    /// no question asked.
+    pub fn may_run_in_parallel(&self, session: &Arc<Session>, call: &Call) -> bool {
+        self.find(&call.tool).is_some_and(|(set, spec)| {
+            spec.parallel
+                && (set.approval(&call.tool, &call.args) == Approval::Never
+                    || session.is_approved(set.name(), &spec.name))
+        })
+    }
+
     /// Runs a round: concurrently when every call may run in parallel and
     /// none needs asking, otherwise one after another (each gated just before
     /// it runs). Outcomes are in call order either way.
     pub fn round(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, calls: &[Call]) -> Vec<Outcome> {
-        let concurrent = calls.len() > 1
-            && calls.iter().all(|c| {
-                self.find(&c.tool).is_some_and(|(set, spec)| {
-                    spec.parallel
-                        && (set.approval(&c.tool, &c.args) == Approval::Never
-                            || session.is_approved(set.name(), &spec.name))
-                })
-            });
+        let concurrent = calls.len() > 1 && calls.iter().all(|c| self.may_run_in_parallel(session, c));
         if !concurrent {
             return calls.iter().map(|c| self.call(session, ui, c)).collect();
         }

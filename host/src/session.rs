@@ -3,6 +3,7 @@
 //! session" approvals.
 
 use crate::shell::jobs::Jobs;
+use crate::shell::run::Running;
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,6 +17,7 @@ pub struct Session {
     approved: Mutex<HashSet<(String, String)>>,
     jobs: Arc<Jobs>,
     private_tmp: OnceLock<PathBuf>,
+    foreground: Mutex<Vec<std::sync::Weak<Running>>>,
 }
 
 impl Default for Session {
@@ -25,6 +27,7 @@ impl Default for Session {
             approved: Mutex::default(),
             jobs: Jobs::new(),
             private_tmp: OnceLock::new(),
+            foreground: Mutex::default(),
         }
     }
 }
@@ -47,6 +50,23 @@ impl Session {
     /// The session's background jobs and their notices.
     pub fn jobs(&self) -> &Arc<Jobs> {
         &self.jobs
+    }
+
+    /// Remembers a foreground command, so that cancelling the call stops it.
+    pub fn track_foreground(&self, running: &Arc<Running>) {
+        let mut foreground = self.foreground.lock().unwrap();
+        foreground.retain(|r| r.strong_count() > 0);
+        foreground.push(Arc::downgrade(running));
+    }
+
+    /// Cancels the session's foreground commands (an MCP client's
+    /// `notifications/cancelled`): their results say `[command cancelled]`.
+    pub fn cancel_foreground(&self) {
+        for running in self.foreground.lock().unwrap().drain(..).filter_map(|r| r.upgrade()) {
+            if running.ending().is_none() {
+                running.stop(crate::shell::run::Ending::Cancelled);
+            }
+        }
     }
 
     /// The session's private directory, mounted as /tmp inside the sandbox

@@ -247,6 +247,7 @@ impl ShellToolset {
             ));
         }
         let room = jobs.has_room();
+        session.track_foreground(&running);
         let ending = running.wait(if room { Some(YIELD_AFTER) } else { None });
         let Some(ending) = ending else {
             let so_far = running.output();
@@ -317,6 +318,7 @@ impl ShellToolset {
         let contained = self.sandboxed() && matches!(self.sandbox, Sandbox::Bubblewrap(_));
         let running =
             Running::start(&argv, &cwd, log.clone(), timeout, contained).map_err(|e| format!("failed to run: {e}"))?;
+        session.track_foreground(&running);
         let ending = running.wait(None);
         let _ = std::fs::remove_file(&log);
         let exit = match ending {

@@ -195,3 +195,62 @@ fn sleepers() -> Vec<String> {
         .filter(|c| c.contains("sleep 604.44"))
         .collect()
 }
+
+#[test]
+fn elicitation_carries_approvals_choose_and_confirm() {
+    let Some(python) = python() else { return };
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      code:\n");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_elicit.py");
+    let out = std::process::Command::new(python)
+        .arg(script)
+        .arg(BIN)
+        .arg(p.outside().join("config.yaml"))
+        .arg(p.root())
+        .env("IOTA_CACHE_DIR", support::cache_dir())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "client failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let steps: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let step = |name: &str| {
+        steps
+            .iter()
+            .find(|s| s["step"] == name)
+            .unwrap_or_else(|| panic!("no step {name}: {stdout}"))
+            .clone()
+    };
+    let listed = step("list");
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(
+        names.contains(&"choose") && names.contains(&"confirm"),
+        "a client that can answer gets ask: {names:?}"
+    );
+    let elicited: Vec<&serde_json::Value> = steps.iter().filter(|s| s["step"] == "elicited").collect();
+    assert_eq!(elicited[0]["message"], "Allow write_file new.txt?");
+    assert_eq!(elicited[0]["fields"], serde_json::json!(["decision"]));
+    assert_eq!(step("write")["text"], "wrote 3 B to new.txt (created)");
+    assert_eq!(p.read("new.txt"), b"hi\n");
+    assert_eq!(
+        elicited[1]["fields"],
+        serde_json::json!(["q0", "q0_other", "q1", "q1_other"])
+    );
+    assert_eq!(
+        step("choose")["text"],
+        "Extras: Tests, Docs\nLanguage: Go, zig (custom answer)"
+    );
+    assert_eq!(step("confirm")["text"], "The user chose: Ship it");
+    assert_eq!(
+        step("denied")["text"],
+        "write_file was not executed: the user denied it."
+    );
+    assert!(!p.path("other.txt").exists());
+}

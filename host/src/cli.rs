@@ -112,7 +112,14 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     let config = Config::discover(cli.config.as_deref()).map_err(UsageError)?;
     let agent = config.agent(cli.agent.as_deref()).map_err(UsageError)?;
     let root = project_root(cli.root.as_deref()).map_err(UsageError)?;
-    let ui = choose_ui(&cli).map_err(UsageError)?;
+    // `serve` asks its client (elicitation) unless told otherwise; its sets are
+    // loaded as for a session that can answer, and `ask` is hidden per client.
+    let client_asks = matches!(cli.command, Command::Serve) && cli.answers.is_none() && !cli.non_interactive;
+    let ui = if client_asks {
+        Arc::new(ScriptedUi::parse("[]").map_err(UsageError)?)
+    } else {
+        choose_ui(&cli).map_err(UsageError)?
+    };
     let (mut tools, warnings) = AgentTools::load(&engine, &config, agent, &root, &ui).map_err(UsageError)?;
     if let Some(path) = cli.audit.as_ref().or(config.audit.as_ref()) {
         let log = crate::audit::AuditLog::open(path, &agent.name)
@@ -153,7 +160,7 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
             Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
         Command::Serve => {
-            crate::mcp::serve(tools, ui).map_err(UsageError)?;
+            crate::mcp::serve(tools, (!client_asks).then_some(ui)).map_err(UsageError)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Inspect { .. } => unreachable!("handled above"),

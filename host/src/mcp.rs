@@ -4,7 +4,8 @@
 //! it closes. Logging goes to stderr only; stdout is the protocol.
 
 use crate::agent::AgentTools;
-use crate::caps::ui::Ui;
+use crate::caps::ui::elicitation::ElicitationUi;
+use crate::caps::ui::{NoUi, Ui};
 use crate::round::Call;
 use crate::session::Session;
 use crate::toolset::{Approval, Presentation};
@@ -12,16 +13,21 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
     PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use std::sync::Arc;
+
+/// The set that only exists where somebody can answer.
+const ASK_SET: &str = "ask";
 
 /// The MCP server of one connection (clones share its session).
 #[derive(Clone)]
 pub struct McpServer {
     tools: Arc<AgentTools>,
     session: Arc<Session>,
-    ui: Arc<dyn Ui>,
+    /// Questions go here when given (`--answers`, `--non-interactive`);
+    /// otherwise to the client, by elicitation, when it supports it.
+    ui: Option<Arc<dyn Ui>>,
     /// The round rule across concurrent requests: calls that may run in
     /// parallel share it, every other call holds it alone.
     round: Arc<std::sync::RwLock<()>>,
@@ -31,8 +37,9 @@ pub struct McpServer {
 }
 
 impl McpServer {
-    /// A server for `tools`, with a fresh session whose questions go to `ui`.
-    pub fn new(tools: Arc<AgentTools>, ui: Arc<dyn Ui>) -> McpServer {
+    /// A server for `tools`, with a fresh session whose questions go to `ui`
+    /// (or, without one, to the client).
+    pub fn new(tools: Arc<AgentTools>, ui: Option<Arc<dyn Ui>>) -> McpServer {
         let instructions = tools.prompt();
         McpServer {
             tools,
@@ -43,11 +50,24 @@ impl McpServer {
         }
     }
 
+    /// The UI for a request from `peer`.
+    fn ui_for(&self, peer: &Peer<RoleServer>) -> Arc<dyn Ui> {
+        match &self.ui {
+            Some(ui) => ui.clone(),
+            None if ElicitationUi::supported(peer) => {
+                Arc::new(ElicitationUi::new(peer.clone(), tokio::runtime::Handle::current()))
+            }
+            None => Arc::new(NoUi),
+        }
+    }
+
     /// The tools as MCP describes them: name, description, JSON Schema, and
-    /// hints (readers read-only, writers destructive).
-    pub fn list(&self) -> Vec<Tool> {
+    /// hints (readers read-only, writers destructive). Where nobody can be
+    /// asked, `ask` contributes nothing.
+    pub fn list(&self, interactive: bool) -> Vec<Tool> {
         self.tools
             .tools()
+            .filter(|(set, _)| interactive || set.name() != ASK_SET)
             .map(|(_, spec)| {
                 let schema: JsonObject = serde_json::from_str(&spec.parameters).unwrap_or_default();
                 let mut hints = ToolAnnotations::new();
@@ -63,7 +83,10 @@ impl McpServer {
     }
 
     /// Runs one call; notices of jobs that finished since the last result come first.
-    pub fn call(&self, name: &str, arguments: Option<JsonObject>) -> (String, bool) {
+    pub fn call(&self, ui: &Arc<dyn Ui>, name: &str, arguments: Option<JsonObject>) -> (String, bool) {
+        if !ui.interactive() && self.tools.find(name).is_some_and(|(set, _)| set.name() == ASK_SET) {
+            return (format!("unknown tool: {name}"), true);
+        }
         let args = serde_json::Value::Object(arguments.unwrap_or_default()).to_string();
         let call = Call {
             tool: name.to_string(),
@@ -71,10 +94,10 @@ impl McpServer {
         };
         let outcome = if self.tools.may_run_in_parallel(&self.session, &call) {
             let _shared = self.round.read().unwrap_or_else(|e| e.into_inner());
-            self.tools.call(&self.session, &self.ui, &call)
+            self.tools.call(&self.session, ui, &call)
         } else {
             let _alone = self.round.write().unwrap_or_else(|e| e.into_inner());
-            self.tools.call(&self.session, &self.ui, &call)
+            self.tools.call(&self.session, ui, &call)
         };
         let mut text = String::new();
         for notice in self.session.jobs().take_notices() {
@@ -96,9 +119,10 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.list()))
+        let interactive = self.ui_for(&context.peer).interactive();
+        Ok(ListToolsResult::with_all_items(self.list(interactive)))
     }
 
     async fn call_tool(
@@ -108,8 +132,10 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, McpError> {
         let server = self.clone();
         let name = request.name.to_string();
-        // Tool calls block (Wasm instances, child processes): keep them off the reactor.
-        let mut task = tokio::task::spawn_blocking(move || server.call(&name, request.arguments));
+        let ui = self.ui_for(&context.peer);
+        // Tool calls block (Wasm instances, child processes, questions to the
+        // client): keep them off the reactor.
+        let mut task = tokio::task::spawn_blocking(move || server.call(&ui, &name, request.arguments));
         let finished = tokio::select! {
             finished = &mut task => finished,
             () = context.ct.cancelled() => {
@@ -130,7 +156,7 @@ impl ServerHandler for McpServer {
 }
 
 /// Serves `tools` on stdin/stdout until the client disconnects.
-pub fn serve(tools: AgentTools, ui: Arc<dyn Ui>) -> anyhow::Result<()> {
+pub fn serve(tools: AgentTools, ui: Option<Arc<dyn Ui>>) -> anyhow::Result<()> {
     let server = McpServer::new(Arc::new(tools), ui);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {

@@ -6,6 +6,7 @@
 //! The approval gate uses the same trait, so every question a session asks
 //! goes through one place.
 
+pub mod elicitation;
 pub mod scripted;
 pub mod terminal;
 

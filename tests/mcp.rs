@@ -254,3 +254,91 @@ fn elicitation_carries_approvals_choose_and_confirm() {
     );
     assert!(!p.path("other.txt").exists());
 }
+
+/// The MCP Inspector CLI .ci/run installs into target/mcp-inspector.
+fn inspector() -> Option<PathBuf> {
+    let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/mcp-inspector/node_modules/.bin/mcp-inspector");
+    if !bin.exists() {
+        eprintln!(
+            "SKIPPED: no MCP Inspector (npm install --prefix target/mcp-inspector @modelcontextprotocol/inspector)"
+        );
+    }
+    bin.exists().then_some(bin)
+}
+
+#[test]
+fn the_mcp_inspector_cli_lists_and_calls() {
+    let Some(inspector) = inspector() else { return };
+    let p = Project::new();
+    p.write("a.txt", "hello\n");
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(&inspector)
+            .args(["--cli", BIN, "--root"])
+            .arg(p.root())
+            .arg("serve")
+            .args(args)
+            .env("IOTA_CACHE_DIR", support::cache_dir())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let listed = run(&["--method", "tools/list"]);
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"read_file") && names.contains(&"shell"), "{names:?}");
+    let called = run(&[
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "read_file",
+        "--tool-arg",
+        "path=a.txt",
+    ]);
+    assert_eq!(called["content"][0]["text"], "     1\thello");
+    assert_eq!(called["isError"], false);
+}
+
+/// Resident memory of a process, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn two_thousand_calls_in_one_session_keep_memory_flat() {
+    let p = Project::new();
+    p.write("a.txt", "hello\n");
+    let mut raw = Raw::start(&p);
+    let tools = ["read_file", "grep", "list_dir", "glob"];
+    let args = [
+        r#"{"path":"a.txt"}"#,
+        r#"{"pattern":"hello"}"#,
+        "{}",
+        r#"{"pattern":"*.txt"}"#,
+    ];
+    let mut after_warmup = 0;
+    for id in 10..2010u64 {
+        let i = (id % 4) as usize;
+        raw.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{}","arguments":{}}}}}"#,
+            tools[i], args[i]
+        ));
+        let reply = raw.reply(id);
+        assert_eq!(reply["result"]["isError"], false, "{reply}");
+        if id == 109 {
+            after_warmup = rss_kib(raw.child.id());
+        }
+    }
+    let end = rss_kib(raw.child.id());
+    eprintln!("RSS after 100 calls: {after_warmup} KiB; after 2000: {end} KiB");
+    assert!(
+        end < after_warmup + 16 * 1024,
+        "memory grew from {after_warmup} KiB to {end} KiB over 1,900 calls"
+    );
+}

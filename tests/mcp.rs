@@ -102,6 +102,18 @@ fn a_real_session_with_the_python_sdk() {
             .unwrap()
             .starts_with("Started background job b")
     );
+    let logged = step("logged")["messages"].as_array().unwrap().clone();
+    assert_eq!(
+        logged.len(),
+        1,
+        "the notice also arrived at once as a log message: {logged:?}"
+    );
+    assert!(
+        logged[0]
+            .as_str()
+            .unwrap()
+            .contains("finished: exit 0 after 1s] sleep 1; echo job-done\njob-done")
+    );
     let after = step("after-job")["text"].as_str().unwrap().to_string();
     assert!(
         after.starts_with("[background job b")

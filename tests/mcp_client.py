@@ -16,10 +16,17 @@ def text_of(result):
     return {"text": "".join(c.text for c in result.content if c.type == "text"), "is_error": bool(result.is_error)}
 
 
+LOGGED = []
+
+
+async def on_log(params):
+    LOGGED.append(params.data)
+
+
 async def main(binary, config, root):
     params = StdioServerParameters(command=binary, args=["--config", config, "--root", root, "serve"], cwd=root)
     async with stdio_client(params) as (read, write):
-        async with ClientSession(read, write) as session:
+        async with ClientSession(read, write, logging_callback=on_log) as session:
             await session.initialize()
             tools = await session.list_tools()
             listed = [
@@ -46,6 +53,7 @@ async def main(binary, config, root):
                 result = await session.call_tool(tool, args)
                 print(json.dumps({"step": step, **text_of(result)}), flush=True)
             await asyncio.sleep(2)
+            print(json.dumps({"step": "logged", "messages": LOGGED}), flush=True)
             result = await session.call_tool("list_dir", {})
             print(json.dumps({"step": "after-job", **text_of(result)}), flush=True)
 

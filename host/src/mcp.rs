@@ -160,7 +160,18 @@ pub fn serve(tools: AgentTools, ui: Option<Arc<dyn Ui>>) -> anyhow::Result<()> {
     let server = McpServer::new(Arc::new(tools), ui);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
+        let session = server.session.clone();
         let running = server.serve(rmcp::transport::stdio()).await?;
+        // A finished job's notice also goes out at once, as a log message
+        // (deprecated by SEP-2577 in the newest protocol, still what clients read).
+        let (peer, runtime) = (running.peer().clone(), tokio::runtime::Handle::current());
+        #[allow(deprecated)]
+        session.jobs().listen(Box::new(move |notice| {
+            use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
+            let message = LoggingMessageNotificationParam::new(LoggingLevel::Info, notice.into());
+            let peer = peer.clone();
+            runtime.spawn(async move { peer.notify_logging_message(message.with_logger("iota-host")).await });
+        }));
         running.waiting().await?;
         anyhow::Ok(())
     })

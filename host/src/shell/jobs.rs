@@ -48,20 +48,25 @@ pub struct JobInfo {
 }
 
 /// Notices waiting to be delivered, and how many jobs still owe one.
-#[derive(Debug, Default)]
+#[derive(Default)]
 struct Queue {
     notices: Vec<String>,
     pending: usize,
 }
 
 /// The jobs and notices of one session.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Jobs {
     jobs: Mutex<Vec<Arc<Job>>>,
     queue: Mutex<Queue>,
     changed: Condvar,
     self_ref: Mutex<Weak<Jobs>>,
+    listener: Mutex<Option<NoticeListener>>,
 }
+
+/// Called with each notice as its job finishes (MCP sends it as a log
+/// message); the notice is queued for the next result all the same.
+pub type NoticeListener = Box<dyn Fn(&str) + Send + Sync>;
 
 impl Jobs {
     /// An empty table.
@@ -109,6 +114,9 @@ impl Jobs {
             let ending = watched.run.wait(None).unwrap_or(Ending::Killed);
             let notice = notice(&watched, &ending);
             if let Some(table) = table.upgrade() {
+                if let Some(listener) = table.listener.lock().unwrap().as_ref() {
+                    listener(&notice);
+                }
                 let mut queue = table.queue.lock().unwrap();
                 queue.notices.push(notice);
                 queue.pending -= 1;
@@ -116,6 +124,11 @@ impl Jobs {
             }
         });
         job
+    }
+
+    /// Also hands every notice to `listener` as its job finishes.
+    pub fn listen(&self, listener: NoticeListener) {
+        *self.listener.lock().unwrap() = Some(listener);
     }
 
     /// Takes the notices queued so far.
@@ -205,5 +218,13 @@ pub fn label(header: &str) -> String {
         format!("{cut}…")
     } else {
         cut
+    }
+}
+
+impl std::fmt::Debug for Jobs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Jobs")
+            .field("running", &self.running())
+            .finish_non_exhaustive()
     }
 }

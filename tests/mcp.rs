@@ -126,7 +126,7 @@ fn a_real_session_with_the_python_sdk() {
 /// A raw JSON-RPC client over the server's stdio.
 struct Raw {
     child: std::process::Child,
-    stdin: std::process::ChildStdin,
+    stdin: Option<std::process::ChildStdin>,
     lines: std::sync::mpsc::Receiver<String>,
 }
 
@@ -148,7 +148,11 @@ impl Raw {
                 let _ = tx.send(line);
             }
         });
-        let mut raw = Raw { child, stdin, lines };
+        let mut raw = Raw {
+            child,
+            stdin: Some(stdin),
+            lines,
+        };
         raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#);
         raw.reply(1);
         raw.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
@@ -157,8 +161,9 @@ impl Raw {
 
     fn send(&mut self, line: &str) {
         use std::io::Write;
-        writeln!(self.stdin, "{line}").unwrap();
-        self.stdin.flush().unwrap();
+        let stdin = self.stdin.as_mut().expect("still connected");
+        writeln!(stdin, "{line}").unwrap();
+        stdin.flush().unwrap();
     }
 
     /// The response to request `id` (other messages are skipped).
@@ -176,6 +181,14 @@ impl Raw {
     }
 }
 
+impl Raw {
+    /// Closes the connection the way a client does, and waits for the server to exit.
+    fn close(&mut self) -> std::process::ExitStatus {
+        self.stdin.take();
+        self.child.wait().unwrap()
+    }
+}
+
 impl Drop for Raw {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -190,22 +203,15 @@ fn a_cancelled_call_stops_its_command_and_the_session_goes_on() {
     let mut raw = Raw::start(&p);
     raw.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"shell","arguments":{"command":"sleep 604.44"}}}"#);
     std::thread::sleep(std::time::Duration::from_millis(1000));
-    assert!(!sleepers().is_empty(), "the command is running");
+    assert!(!processes("sleep 604.44").is_empty(), "the command is running");
     raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"user"}}"#);
     std::thread::sleep(std::time::Duration::from_millis(500));
-    assert!(sleepers().is_empty(), "cancelling the call killed its command");
+    assert!(
+        processes("sleep 604.44").is_empty(),
+        "cancelling the call killed its command"
+    );
     raw.send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"shell","arguments":{"command":"echo still here"}}}"#);
     assert_eq!(raw.reply(4)["result"]["content"][0]["text"], "still here");
-}
-
-fn sleepers() -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains("sleep 604.44"))
-        .collect()
 }
 
 #[test]
@@ -353,4 +359,58 @@ fn two_thousand_calls_in_one_session_keep_memory_flat() {
         end < after_warmup + 16 * 1024,
         "memory grew from {after_warmup} KiB to {end} KiB over 1,900 calls"
     );
+}
+
+#[test]
+fn a_cancelled_component_call_is_interrupted() {
+    let p = Project::new().config(&format!(
+        "toolsets:\n  hostile:\n    path: {}/hostile.wasm\n    grant: [process]\n    limits: {{timeout: 120}}\nagents:\n  a:\n    tools:\n      hostile:\n      code:\n",
+        support::COMPONENTS
+    ));
+    let mut raw = Raw::start(&p);
+    raw.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"spin","arguments":{}}}"#);
+    std::thread::sleep(std::time::Duration::from_millis(1000));
+    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}"#);
+    // A writer runs alone, so it can only start once the spinning call has
+    // stopped: long before its 120 s limit, because it was cancelled.
+    let started = std::time::Instant::now();
+    raw.send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"x","content":"y"}}}"#);
+    let reply = raw.reply(4);
+    assert!(
+        reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("write_file was not executed")
+    );
+    assert!(
+        started.elapsed().as_secs() < 30,
+        "the spinning component was interrupted"
+    );
+}
+
+#[test]
+fn closing_the_connection_kills_its_jobs() {
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      shell: {sandbox: off, auto_run: true}\n");
+    let mut raw = Raw::start(&p);
+    raw.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"shell","arguments":{"command":"sleep 606.66","background":true}}}"#);
+    assert!(
+        raw.reply(3)["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Started background job b")
+    );
+    assert!(!processes("sleep 606.66").is_empty());
+    assert!(raw.close().success());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    assert!(processes("sleep 606.66").is_empty(), "the session's job died with it");
+}
+
+fn processes(needle: &str) -> Vec<String> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.contains(needle))
+        .collect()
 }

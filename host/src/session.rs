@@ -18,6 +18,7 @@ pub struct Session {
     jobs: Arc<Jobs>,
     private_tmp: OnceLock<PathBuf>,
     foreground: Mutex<Vec<std::sync::Weak<Running>>>,
+    cancellations: AtomicU64,
 }
 
 impl Default for Session {
@@ -28,6 +29,7 @@ impl Default for Session {
             jobs: Jobs::new(),
             private_tmp: OnceLock::new(),
             foreground: Mutex::default(),
+            cancellations: AtomicU64::new(0),
         }
     }
 }
@@ -62,11 +64,19 @@ impl Session {
     /// Cancels the session's foreground commands (an MCP client's
     /// `notifications/cancelled`): their results say `[command cancelled]`.
     pub fn cancel_foreground(&self) {
+        // Components in flight see the count move at their next epoch tick.
+        self.cancellations.fetch_add(1, Ordering::SeqCst);
         for running in self.foreground.lock().unwrap().drain(..).filter_map(|r| r.upgrade()) {
             if running.ending().is_none() {
                 running.stop(crate::shell::run::Ending::Cancelled);
             }
         }
+    }
+
+    /// How many times the session's calls were cancelled: a call that sees
+    /// this move while it runs was cancelled.
+    pub fn cancellations(&self) -> u64 {
+        self.cancellations.load(Ordering::SeqCst)
     }
 
     /// The session's private directory, mounted as /tmp inside the sandbox

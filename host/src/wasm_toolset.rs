@@ -163,8 +163,21 @@ impl WasmToolset {
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|s| &mut s.limiter);
-        store.set_epoch_deadline(Engine::ticks(self.limits.timeout));
-        store.epoch_deadline_trap();
+        // Every tick checks for a cancellation of the session's calls; the
+        // time limit is the tick count, so a call stops at whichever comes first.
+        let (cancelled_at_start, mut ticks_left) = (session.cancellations(), Engine::ticks(self.limits.timeout));
+        let watched = session.clone();
+        store.set_epoch_deadline(1);
+        store.epoch_deadline_callback(move |_| {
+            if watched.cancellations() != cancelled_at_start {
+                return Err(wasmtime::Error::from(Cancelled));
+            }
+            if ticks_left <= 1 {
+                return Err(Trap::Interrupt.into());
+            }
+            ticks_left -= 1;
+            Ok(wasmtime::UpdateDeadline::Continue(1))
+        });
         let ctx = Context {
             config: self.config.clone(),
             root: self.root.to_string_lossy().into_owned(),
@@ -186,6 +199,9 @@ impl WasmToolset {
 
     fn describe_failure(&self, err: &wasmtime::Error, memory_hit: bool, flooded: bool, stderr: &[u8]) -> String {
         let name = &self.name;
+        if err.downcast_ref::<Cancelled>().is_some() {
+            return format!("toolset {name:?} was cancelled");
+        }
         if err.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
             return format!(
                 "toolset {name:?} ran past its time limit ({:?}) and was stopped",
@@ -215,6 +231,18 @@ impl WasmToolset {
         format!("toolset {name:?} crashed: {}", panic.unwrap_or_else(|| err.to_string()))
     }
 }
+
+/// Why a call stopped when its session cancelled it.
+#[derive(Debug)]
+struct Cancelled;
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("cancelled")
+    }
+}
+
+impl std::error::Error for Cancelled {}
 
 /// Tool names the model can call: `^[a-zA-Z0-9_-]{1,64}$`.
 pub fn valid_tool_name(name: &str) -> bool {

@@ -21,13 +21,10 @@ fn python() -> Option<PathBuf> {
     ok.then_some(python)
 }
 
-#[test]
-fn a_real_session_with_the_python_sdk() {
-    let Some(python) = python() else { return };
-    let p = Project::new().config("agents:\n  a:\n    tools:\n      shell:\n      code:\n        auto_write: true\n");
-    p.write("a.txt", "old text\n");
-    std::fs::write(p.root().parent().unwrap().join("outside.txt"), "SECRET").unwrap();
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_client.py");
+/// Runs a Python SDK client script against `p` and returns its JSON lines
+/// by step name (`step(name)` panics, showing everything, when one is missing).
+fn run_client(python: &std::path::Path, script: &str, p: &Project) -> impl Fn(&str) -> serde_json::Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests").join(script);
     let out = std::process::Command::new(python)
         .arg(script)
         .arg(BIN)
@@ -36,20 +33,30 @@ fn a_real_session_with_the_python_sdk() {
         .env("IOTA_CACHE_DIR", support::cache_dir())
         .output()
         .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
         "client failed: {}\n{stdout}",
         String::from_utf8_lossy(&out.stderr)
     );
     let steps: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let step = |name: &str| {
-        steps
-            .iter()
-            .find(|s| s["step"] == name)
-            .unwrap_or_else(|| panic!("no step {name}: {stdout}"))
-            .clone()
-    };
+    move |name: &str| {
+        let matching: Vec<&serde_json::Value> = steps.iter().filter(|s| s["step"] == name).collect();
+        match matching.as_slice() {
+            [one] => (*one).clone(),
+            [] => panic!("no step {name}: {stdout}"),
+            many => serde_json::Value::Array(many.iter().map(|v| (*v).clone()).collect()),
+        }
+    }
+}
+
+#[test]
+fn a_real_session_with_the_python_sdk() {
+    let Some(python) = python() else { return };
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      shell:\n      code:\n        auto_write: true\n");
+    p.write("a.txt", "old text\n");
+    std::fs::write(p.root().parent().unwrap().join("outside.txt"), "SECRET").unwrap();
+    let step = run_client(&python, "mcp_client.py", &p);
 
     let tools = step("list")["tools"].as_array().unwrap().clone();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
@@ -218,29 +225,7 @@ fn a_cancelled_call_stops_its_command_and_the_session_goes_on() {
 fn elicitation_carries_approvals_choose_and_confirm() {
     let Some(python) = python() else { return };
     let p = Project::new().config("agents:\n  a:\n    tools:\n      code:\n");
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/mcp_elicit.py");
-    let out = std::process::Command::new(python)
-        .arg(script)
-        .arg(BIN)
-        .arg(p.outside().join("config.yaml"))
-        .arg(p.root())
-        .env("IOTA_CACHE_DIR", support::cache_dir())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "client failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let steps: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    let step = |name: &str| {
-        steps
-            .iter()
-            .find(|s| s["step"] == name)
-            .unwrap_or_else(|| panic!("no step {name}: {stdout}"))
-            .clone()
-    };
+    let step = run_client(&python, "mcp_elicit.py", &p);
     let listed = step("list");
     let names: Vec<&str> = listed["tools"]
         .as_array()
@@ -252,7 +237,7 @@ fn elicitation_carries_approvals_choose_and_confirm() {
         names.contains(&"choose") && names.contains(&"confirm"),
         "a client that can answer gets ask: {names:?}"
     );
-    let elicited: Vec<&serde_json::Value> = steps.iter().filter(|s| s["step"] == "elicited").collect();
+    let elicited = step("elicited");
     assert_eq!(elicited[0]["message"], "Allow write_file new.txt?");
     assert_eq!(elicited[0]["fields"], serde_json::json!(["decision"]));
     assert_eq!(step("write")["text"], "wrote 3 B to new.txt (created)");

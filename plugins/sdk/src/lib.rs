@@ -7,7 +7,7 @@
 //! toolset is plain Rust over `std::fs`, so the same code also builds natively
 //! (for benchmarks and unit tests); only the export glue is Wasm-specific.
 //!
-//! ```ignore
+//! ```text
 //! struct MyToolset;
 //! impl iota_toolset::Guest for MyToolset { /* describe, prompt, preview, invoke */ }
 //! iota_toolset::export!(MyToolset);

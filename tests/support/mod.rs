@@ -318,3 +318,15 @@ pub fn visible_outside_dir() -> tempfile::TempDir {
         .expect("a writable directory outside /tmp for sandbox tests");
     tempfile::tempdir_in(base).unwrap()
 }
+
+/// Splits the elapsed time out of a job notice: the notice with `after <N>s`
+/// written as `after Ns`, and N. The wall time depends on the machine's load;
+/// the format does not.
+pub fn notice_elapsed(notice: &str) -> (String, u64) {
+    let start = notice.find(" after ").expect("a notice says how long it ran") + " after ".len();
+    let end = start + notice[start..].find("s]").expect("seconds then ]");
+    let secs: u64 = notice[start..end]
+        .parse()
+        .unwrap_or_else(|_| panic!("whole seconds in {notice}"));
+    (format!("{}Ns{}", &notice[..start], &notice[end + 1..]), secs)
+}

@@ -10,6 +10,7 @@ const COMPONENTS: &[(&str, &str, &str)] = &[
     ("iota-code", "iota_code.wasm", "code.wasm"),
     ("iota-skills", "iota_skills.wasm", "skills.wasm"),
     ("iota-ask", "iota_ask.wasm", "ask.wasm"),
+    ("iota-example-todo", "iota_example_todo.wasm", "todo.wasm"),
     ("iota-fixture-hostile", "iota_fixture_hostile.wasm", "hostile.wasm"),
 ];
 

@@ -152,3 +152,34 @@ fn inspect_reports_what_a_component_imports() {
     assert!(text.contains("process  run commands in the shell sandbox"), "{text}");
     assert!(!text.contains("read     "), "hostile never touches files: {text}");
 }
+
+#[test]
+fn the_rust_example_toolset_loads_answers_and_asks_only_to_read() {
+    let p = Project::new().config(&format!(
+        "toolsets:\n  todo: {COMPONENTS}/todo.wasm\nagents:\n  a:\n    tools:\n      todo:\n"
+    ));
+    p.write("src/a.rs", "fn a() {}\n// TODO: test a\n");
+    p.write("b.txt", "FIXME later\n");
+    p.write(".git/x", "TODO not this\n");
+    let rs = p.calls(&[
+        ("todos", json!({})),
+        ("todos", json!({"path": "src"})),
+        ("todos", json!({"path": "../x"})),
+    ]);
+    assert_eq!(rs[0].text, "b.txt:1: FIXME later\nsrc/a.rs:2: // TODO: test a");
+    assert_eq!(rs[1].text, "src/a.rs:2: // TODO: test a");
+    assert_eq!(
+        rs[2].text,
+        format!("path is outside the project root ({}): ../x", p.root().display())
+    );
+    let out = p.run(&["inspect", &format!("{COMPONENTS}/todo.wasm"), "--json"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let caps: Vec<&str> = report["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(caps, ["read"], "it reads files and asks for nothing else");
+    assert_eq!(report["config"]["missing"], serde_json::json!([]));
+}

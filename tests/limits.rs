@@ -183,3 +183,85 @@ fn the_rust_example_toolset_loads_answers_and_asks_only_to_read() {
     assert_eq!(caps, ["read"], "it reads files and asks for nothing else");
     assert_eq!(report["config"]["missing"], serde_json::json!([]));
 }
+
+#[test]
+fn sockets_are_linked_but_every_way_out_fails() {
+    let p = hostile("process");
+    let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    tcp.set_nonblocking(true).unwrap();
+    udp.set_nonblocking(true).unwrap();
+    let addr = tcp.local_addr().unwrap().to_string();
+    let r = p.call("net", json!({"addr": addr}));
+    assert!(!r.text.contains("Ok("), "no socket operation succeeded: {}", r.text);
+    assert!(tcp.accept().is_err(), "no TCP connection reached the host");
+    let mut buf = [0u8; 8];
+    assert!(udp.recv_from(&mut buf).is_err(), "no UDP datagram reached the host");
+    let out = p.run(&["inspect", &format!("{COMPONENTS}/hostile.wasm")]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("network  imports wasi:sockets"), "{text}");
+}
+
+/// componentize-py, which .ci/run installs into target/mcp-venv.
+fn componentize_py() -> Option<std::path::PathBuf> {
+    let bin = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/mcp-venv/bin/componentize-py");
+    if !bin.exists() {
+        eprintln!("SKIPPED: no componentize-py (target/mcp-venv/bin/pip install componentize-py)");
+    }
+    bin.exists().then_some(bin)
+}
+
+#[test]
+fn the_python_example_toolset_builds_loads_and_answers() {
+    let Some(componentize) = componentize_py() else { return };
+    let repo = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let p = Project::new();
+    let wasm = p.outside().join("wordcount.wasm");
+    let out = std::process::Command::new(componentize)
+        .current_dir(&repo)
+        .args([
+            "-d",
+            "wit",
+            "-w",
+            "reader",
+            "componentize",
+            "-p",
+            "plugins/examples/wordcount",
+            "app",
+            "-o",
+        ])
+        .arg(&wasm)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let p = p.config(&format!(
+        "toolsets:\n  wc: {}\nagents:\n  a:\n    tools:\n      wc:\n",
+        wasm.display()
+    ));
+    p.write("a.txt", "one two\nthree\n");
+    let rs = p.calls(&[
+        ("wordcount", json!({"path": "a.txt"})),
+        ("wordcount", json!({"path": "../x"})),
+        ("wordcount", json!({})),
+    ]);
+    assert_eq!(rs[0].text, "2 lines, 3 words, 14 bytes");
+    assert_eq!(
+        rs[1].text,
+        format!("path is outside the project root ({}): ../x", p.root().display())
+    );
+    assert_eq!(rs[2].text, "missing required argument: path");
+    let report: serde_json::Value =
+        serde_json::from_slice(&p.run(&["inspect", wasm.to_str().unwrap(), "--json"]).stdout).unwrap();
+    let caps: Vec<&str> = report["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        caps,
+        ["read"],
+        "CPython reads files; its socket imports are linked but disabled"
+    );
+    assert!(!report["disabled_imports"].as_array().unwrap().is_empty());
+}

@@ -94,6 +94,10 @@ pub enum Import {
     Baseline(String),
     /// A grantable capability.
     Capability(Capability, String),
+    /// Linked but inert: `wasi:sockets`, which language runtimes import
+    /// whether or not they network (CPython's socket module). Every socket
+    /// operation fails: no TCP, no UDP, no name lookup, no address allowed.
+    Disabled(String),
     /// Something no toolset may have (sockets, HTTP, unknown interfaces).
     Forbidden(String),
 }
@@ -122,6 +126,7 @@ fn classify(name: &str) -> Import {
         {
             Import::Baseline(owned)
         }
+        i if i.starts_with("wasi:sockets/") => Import::Disabled(owned),
         _ => Import::Forbidden(owned),
     }
 }
@@ -142,7 +147,7 @@ pub fn requested(imports: &[Import]) -> BTreeSet<Capability> {
 pub fn check_grants(set: &str, imports: &[Import], granted: &BTreeSet<Capability>) -> Result<(), String> {
     for import in imports {
         match import {
-            Import::Baseline(_) => {}
+            Import::Baseline(_) | Import::Disabled(_) => {}
             Import::Forbidden(name) => {
                 return Err(format!(
                     "toolset {set:?} imports {name}, which iota-host never provides to a toolset"
@@ -161,6 +166,13 @@ pub fn check_grants(set: &str, imports: &[Import], granted: &BTreeSet<Capability
     Ok(())
 }
 
+/// Turns off everything `wasi:sockets` could do: no TCP or UDP sockets, no
+/// name lookup, and (wasmtime's default) no address passes the check.
+pub fn disable_network(builder: &mut wasmtime_wasi::WasiCtxBuilder) {
+    builder.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+    builder.socket_addr_check(|_, _| Box::pin(async { false }));
+}
+
 /// A bounded pipe for a component's stdout or stderr.
 pub fn stdio_pipe() -> MemoryOutputPipe {
     MemoryOutputPipe::new(STDIO_CAP)
@@ -176,7 +188,7 @@ mod tests {
             classify("wasi:filesystem/types@0.2.6"),
             Import::Capability(Capability::FsRead, "wasi:filesystem/types@0.2.6".into())
         );
-        assert!(matches!(classify("wasi:sockets/tcp@0.2.6"), Import::Forbidden(_)));
+        assert!(matches!(classify("wasi:sockets/tcp@0.2.6"), Import::Disabled(_)));
         assert!(matches!(
             classify("wasi:http/outgoing-handler@0.2.6"),
             Import::Forbidden(_)

@@ -67,8 +67,9 @@ pub fn inspect(engine: &Engine, path: &Path, config: Option<&Config>) -> Result<
         "package": package,
         "capabilities": requested.iter().map(|c| json!({"name": c.word(), "meaning": c.meaning()})).collect::<Vec<_>>(),
         "forbidden_imports": forbidden,
+        "disabled_imports": imports.iter().filter_map(|i| if let Import::Disabled(n) = i { Some(n.clone()) } else { None }).collect::<Vec<_>>(),
         "imports": imports.iter().map(|i| match i {
-            Import::Baseline(n) | Import::Capability(_, n) | Import::Forbidden(n) => n.clone(),
+            Import::Baseline(n) | Import::Capability(_, n) | Import::Forbidden(n) | Import::Disabled(n) => n.clone(),
         }).collect::<Vec<_>>(),
         "exports": exports,
         "tools": tools,
@@ -114,6 +115,13 @@ pub fn render(report: &serde_json::Value) -> String {
         out.push_str(&format!(
             "  REFUSED  {} (iota-host never provides it; the toolset cannot load)\n",
             s(&name)
+        ));
+    }
+    let disabled = report["disabled_imports"].as_array().cloned().unwrap_or_default();
+    if !disabled.is_empty() {
+        out.push_str(&format!(
+            "  network  imports wasi:sockets ({} interfaces): linked, but every socket operation fails\n",
+            disabled.len()
         ));
     }
     out.push_str("imports:\n");

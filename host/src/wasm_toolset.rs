@@ -148,6 +148,7 @@ impl WasmToolset {
             .allow_blocking_current_thread(true)
             .stdout(stdout.clone())
             .stderr(stderr.clone());
+        caps::disable_network(&mut builder);
         fs::preopen(&mut builder, &self.root, &self.read_dirs, access).map_err(|e| format!("{e:#}"))?;
         let state = CallState {
             wasi: builder.build(),

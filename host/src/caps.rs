@@ -209,11 +209,16 @@ mod tests {
         assert!(err.contains("grant: [process]"));
         let granted = BTreeSet::from([Capability::Process]);
         assert!(check_grants("jq", &imports, &granted).is_ok());
-        let sockets = vec![classify("wasi:sockets/tcp@0.2.6")];
+        let http = vec![classify("wasi:http/outgoing-handler@0.2.6")];
         assert!(
-            check_grants("jq", &sockets, &granted)
+            check_grants("jq", &http, &granted)
                 .unwrap_err()
                 .contains("never provides")
+        );
+        let sockets = vec![classify("wasi:sockets/tcp@0.2.6")];
+        assert!(
+            check_grants("jq", &sockets, &granted).is_ok(),
+            "linked, and disabled at run time"
         );
     }
 }

@@ -130,15 +130,8 @@ fn a_tool_name_collision_fails_the_load_naming_both_sets() {
 #[test]
 fn inspect_reports_what_a_component_imports() {
     let p = Project::new();
-    let out = p.run(&["inspect", &format!("{COMPONENTS}/code.wasm"), "--json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let caps: Vec<&str> = report["capabilities"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
+    let report = support::inspect(&p, &format!("{COMPONENTS}/code.wasm"));
+    let caps = support::capability_names(&report);
     assert_eq!(
         caps,
         ["read", "session"],
@@ -172,14 +165,8 @@ fn the_rust_example_toolset_loads_answers_and_asks_only_to_read() {
         rs[2].text,
         format!("path is outside the project root ({}): ../x", p.root().display())
     );
-    let out = p.run(&["inspect", &format!("{COMPONENTS}/todo.wasm"), "--json"]);
-    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let caps: Vec<&str> = report["capabilities"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
+    let report = support::inspect(&p, &format!("{COMPONENTS}/todo.wasm"));
+    let caps = support::capability_names(&report);
     assert_eq!(caps, ["read"], "it reads files and asks for nothing else");
     assert_eq!(report["config"]["missing"], serde_json::json!([]));
 }
@@ -250,14 +237,8 @@ fn the_python_example_toolset_builds_loads_and_answers() {
         format!("path is outside the project root ({}): ../x", p.root().display())
     );
     assert_eq!(rs[2].text, "missing required argument: path");
-    let report: serde_json::Value =
-        serde_json::from_slice(&p.run(&["inspect", wasm.to_str().unwrap(), "--json"]).stdout).unwrap();
-    let caps: Vec<&str> = report["capabilities"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["name"].as_str().unwrap())
-        .collect();
+    let report = support::inspect(&p, wasm.to_str().unwrap());
+    let caps = support::capability_names(&report);
     assert_eq!(
         caps,
         ["read"],

@@ -212,11 +212,14 @@ fn a_cancelled_call_stops_its_command_and_the_session_goes_on() {
     let mut raw = Raw::start(&p);
     raw.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"shell","arguments":{"command":"sleep 604.44"}}}"#);
     std::thread::sleep(std::time::Duration::from_millis(1000));
-    assert!(!processes("sleep 604.44").is_empty(), "the command is running");
+    assert!(
+        !support::processes_matching("sleep 604.44").is_empty(),
+        "the command is running"
+    );
     raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"user"}}"#);
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert!(
-        processes("sleep 604.44").is_empty(),
+        support::processes_matching("sleep 604.44").is_empty(),
         "cancelling the call killed its command"
     );
     raw.send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"shell","arguments":{"command":"echo still here"}}}"#);
@@ -386,18 +389,11 @@ fn closing_the_connection_kills_its_jobs() {
             .unwrap()
             .starts_with("Started background job b")
     );
-    assert!(!processes("sleep 606.66").is_empty());
+    assert!(!support::processes_matching("sleep 606.66").is_empty());
     assert!(raw.close().success());
     std::thread::sleep(std::time::Duration::from_millis(300));
-    assert!(processes("sleep 606.66").is_empty(), "the session's job died with it");
-}
-
-fn processes(needle: &str) -> Vec<String> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
-        .filter(|c| c.contains(needle))
-        .collect()
+    assert!(
+        support::processes_matching("sleep 606.66").is_empty(),
+        "the session's job died with it"
+    );
 }

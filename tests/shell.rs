@@ -4,7 +4,7 @@
 mod support;
 
 use serde_json::json;
-use support::{BIN, Project, assert_err, assert_ok, call_with_notices};
+use support::{BIN, Project, assert_err, assert_ok, call_with_notices, processes_matching};
 
 /// Unsandboxed and auto-run: the rows that do not depend on the sandbox.
 fn plain() -> Project {
@@ -198,20 +198,6 @@ fn the_17th_job_is_refused_and_a_foreground_call_then_waits() {
         "waited\n[waited to the end instead of moving to the background: too many background jobs running (16)]"
     );
     assert_eq!(notices.len(), 16);
-}
-
-/// Processes whose command line contains `needle`.
-fn processes_matching(needle: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
-            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if cmdline.contains(needle) {
-                found.push(format!("{}: {cmdline}", entry.file_name().to_string_lossy()));
-            }
-        }
-    }
-    found
 }
 
 fn assert_timeout_leaves_nothing(p: &Project, tag: &str) {

@@ -330,3 +330,34 @@ pub fn notice_elapsed(notice: &str) -> (String, u64) {
         .unwrap_or_else(|_| panic!("whole seconds in {notice}"));
     (format!("{}Ns{}", &notice[..start], &notice[end + 1..]), secs)
 }
+
+/// Live processes whose command line contains `needle`, as `pid: cmdline`.
+pub fn processes_matching(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
+            let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+            if cmdline.contains(needle) {
+                found.push(format!("{}: {cmdline}", entry.file_name().to_string_lossy()));
+            }
+        }
+    }
+    found
+}
+
+/// `iota-host inspect FILE --json` for this project's config, parsed.
+pub fn inspect(project: &Project, wasm: &str) -> Value {
+    let out = project.run(&["inspect", wasm, "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The capability names an `inspect --json` report lists.
+pub fn capability_names(report: &Value) -> Vec<String> {
+    report["capabilities"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap().to_string())
+        .collect()
+}

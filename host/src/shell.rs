@@ -18,9 +18,11 @@ use crate::caps::ui::Ui;
 use crate::session::Session;
 use crate::toolset::{Approval, Presentation, ToolResult, ToolSpec, Toolset};
 use config::{SandboxMode, ShellConfig};
-use iota_toolset::args::Args;
+use iota_toolset::args::decode;
 use run::{Ending, Running};
 use sandbox::{Policy, Sandbox};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -101,7 +103,7 @@ impl ShellToolset {
         let spec = ToolSpec {
             name: NAME.into(),
             description: description(&interpreter, sandboxed, config.network),
-            parameters: PARAMETERS.into(),
+            parameters: iota_toolset::tool::describe::<Args>().1,
             approval: if config.auto_run || sandboxed {
                 Approval::Never
             } else {
@@ -128,7 +130,7 @@ impl ShellToolset {
     }
 
     fn cwd(&self, args: &Args) -> PathBuf {
-        match args.optional_str("cwd").ok().flatten() {
+        match &args.cwd {
             Some(cwd) => self.root.join(cwd),
             None => self.root.clone(),
         }
@@ -146,13 +148,13 @@ impl ShellToolset {
     }
 
     fn header_for(&self, args: &Args) -> String {
-        let line = args.required_str("command").unwrap_or_default();
+        let line = &args.command;
         let mut header = String::from(NAME);
-        if args.optional_bool("background").ok().flatten() == Some(true) {
+        if args.background == Some(true) {
             header.push_str(" (background)");
         }
         header.push(' ');
-        if let Some(cwd) = args.optional_str("cwd").ok().flatten() {
+        if let Some(cwd) = &args.cwd {
             header.push_str(&format!("cd {cwd} && "));
         }
         header.push_str(line);
@@ -202,9 +204,9 @@ impl ShellToolset {
             header: header.clone(),
             diff: None,
         };
-        let line = args.required_str("command").map_err(fail)?;
+        let line = args.command.as_str();
         let timeout = parse_timeout(args).map_err(fail)?;
-        let background = args.optional_bool("background").map_err(fail)?.unwrap_or(false);
+        let background = args.background.unwrap_or(false);
         let cwd = self.cwd(args);
         let sandboxed = self.sandboxed() && !self.leaves_sandbox(line, &cwd);
         let jobs = session.jobs();
@@ -350,7 +352,7 @@ pub fn outcome(output: &str, ending: &Ending) -> Result<String, String> {
 }
 
 fn parse_timeout(args: &Args) -> Result<Option<Duration>, String> {
-    let Some(value) = args.raw("timeout") else {
+    let Some(value) = &args.timeout else {
         return Ok(None);
     };
     let secs = match value {
@@ -387,8 +389,21 @@ fn jobs_dir_created() -> std::io::Result<PathBuf> {
     Ok(dir)
 }
 
-/// JSON Schema of the arguments.
-pub const PARAMETERS: &str = r#"{"type":"object","properties":{"command":{"type":"string","description":"The command line, e.g. go test ./... 2>&1 | tail -20"},"cwd":{"type":"string","description":"Working directory; relative paths are resolved against the project root. Default: the project root."},"timeout":{"type":"number","description":"Kill the command after this many seconds. Default: none."},"background":{"type":"boolean","description":"Start the command and return at once with a job id (servers, watchers, child agents). Default false."}},"required":["command"],"additionalProperties":false}"#;
+/// The arguments of a shell call. (The tool's description is [`description`]:
+/// it depends on the interpreter and the sandbox.)
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Args {
+    /// The command line, e.g. go test ./... 2>&1 | tail -20
+    pub command: String,
+    /// Working directory; relative paths are resolved against the project root. Default: the project root.
+    pub cwd: Option<String>,
+    /// Kill the command after this many seconds. Default: none.
+    // Decoded by `parse_timeout`, so a bad value gets the spec's own text.
+    #[schemars(with = "Option<f64>")]
+    pub timeout: Option<serde_json::Value>,
+    /// Start the command and return at once with a job id (servers, watchers, child agents). Default false.
+    pub background: Option<bool>,
+}
 
 /// The description the model reads: the interpreter in its first sentence,
 /// then the regime it runs in.
@@ -439,11 +454,11 @@ impl Toolset for ShellToolset {
         if !self.sandboxed() {
             return Approval::Required;
         }
-        let Ok(args) = Args::parse(args) else {
+        // Arguments that do not decode fail the call before anything runs.
+        let Ok(args) = decode::<Args>(args) else {
             return Approval::Never;
         };
-        let line = args.required_str("command").unwrap_or_default();
-        if self.leaves_sandbox(line, &self.cwd(&args)) {
+        if self.leaves_sandbox(&args.command, &self.cwd(&args)) {
             Approval::Required
         } else {
             Approval::Never
@@ -451,11 +466,11 @@ impl Toolset for ShellToolset {
     }
 
     fn header(&self, _tool: &str, args: &str) -> Option<String> {
-        Args::parse(args).ok().map(|args| self.header_for(&args))
+        decode::<Args>(args).ok().map(|args| self.header_for(&args))
     }
 
     fn invoke(&self, session: &Arc<Session>, _ui: &Arc<dyn Ui>, _tool: &str, args: &str) -> ToolResult {
-        let args = match Args::parse(args) {
+        let args = match decode::<Args>(args) {
             Ok(args) => args,
             Err(e) => return ToolResult::failure(NAME, e),
         };

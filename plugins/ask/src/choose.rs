@@ -13,18 +13,49 @@
 //! `, `, a free-text answer appended as `<text> (custom answer)`, or `(nothing
 //! selected)`. Declining gives `The user declined to answer.`
 
+use schemars::JsonSchema;
 use serde_json::Value;
 
 /// The tool's name.
 pub const NAME: &str = "choose";
-/// What the model reads about it.
-pub const DESCRIPTION: &str = "Put a decision to the user on an interactive selector instead of asking in prose; \
-their answers come back as this tool's result and your turn continues. Pack 1-4 related questions into one call. \
-Each question has a short header (a tab label, at most 16 characters), the complete one-line question, and at \
-least two options (a single yes/no question is confirm). Set multiple: true whenever the wording invites more \
-than one pick (\"select all that apply\"). The user can also type their own answer unless allow_custom is false.";
-/// JSON Schema of the arguments.
-pub const PARAMETERS: &str = r#"{"type":"object","properties":{"questions":{"type":"array","minItems":1,"maxItems":4,"items":{"type":"object","properties":{"header":{"type":"string","description":"Tab label, at most 16 characters."},"question":{"type":"string","description":"The complete question, one line."},"options":{"type":"array","items":{"type":"object","properties":{"label":{"type":"string"},"description":{"type":"string"}},"required":["label"]}},"multiple":{"type":"boolean","description":"Allow several picks. Default false."},"allow_custom":{"type":"boolean","description":"Offer an Other... free-text answer. Default true."}},"required":["header","question","options"]}}},"required":["questions"],"additionalProperties":false}"#;
+// The schema only: the arguments are validated by `parse`, with the spec's own refusal texts
+// (the doc comment below is the tool's description).
+/// Put a decision to the user on an interactive selector instead of asking in prose; their answers
+/// come back as this tool's result and your turn continues. Pack 1-4 related questions into one call.
+/// Each question has a short header (a tab label, at most 16 characters), the complete one-line
+/// question, and at least two options (a single yes/no question is confirm). Set multiple: true
+/// whenever the wording invites more than one pick ("select all that apply"). The user can also type
+/// their own answer unless allow_custom is false.
+#[derive(JsonSchema)]
+pub struct Args {
+    /// The questions, 1-4 of them.
+    #[schemars(length(min = 1, max = 4))]
+    pub questions: Vec<QuestionArgs>,
+}
+
+/// One question as the model writes it.
+#[derive(JsonSchema)]
+pub struct QuestionArgs {
+    /// Tab label, at most 16 characters.
+    pub header: String,
+    /// The complete question, one line.
+    pub question: String,
+    /// The choices offered.
+    pub options: Vec<OptionArgs>,
+    /// Allow several picks. Default false.
+    pub multiple: Option<bool>,
+    /// Offer an Other... free-text answer. Default true.
+    pub allow_custom: Option<bool>,
+}
+
+/// One choice as the model writes it.
+#[derive(JsonSchema)]
+pub struct OptionArgs {
+    /// What the user picks.
+    pub label: String,
+    /// A line under the label.
+    pub description: Option<String>,
+}
 
 /// Header labels longer than this are cut.
 pub const HEADER_CHARS: usize = 16;

@@ -4,15 +4,24 @@
 //! question is required`), yes_label (Yes), no_label (No). The result is `The
 //! user chose: <label>`, or `The user declined to answer.` on Esc.
 
+use schemars::JsonSchema;
 use serde_json::Value;
 
 /// The tool's name.
 pub const NAME: &str = "confirm";
-/// What the model reads about it.
-pub const DESCRIPTION: &str = "Ask the user a single yes/no question on an interactive selector; the answer comes \
-back as this tool's result and your turn continues. Use choose for anything with more than two options.";
-/// JSON Schema of the arguments.
-pub const PARAMETERS: &str = r#"{"type":"object","properties":{"question":{"type":"string","description":"The complete yes/no question, one line."},"yes_label":{"type":"string","description":"Label of the affirmative choice. Default Yes."},"no_label":{"type":"string","description":"Label of the negative choice. Default No."}},"required":["question"],"additionalProperties":false}"#;
+// The schema only: the arguments are validated by `parse`, with the spec's own refusal text
+// (the doc comment below is the tool's description).
+/// Ask the user a single yes/no question on an interactive selector; the answer comes back as this
+/// tool's result and your turn continues. Use choose for anything with more than two options.
+#[derive(JsonSchema)]
+pub struct Args {
+    /// The complete yes/no question, one line.
+    pub question: String,
+    /// Label of the affirmative choice. Default Yes.
+    pub yes_label: Option<String>,
+    /// Label of the negative choice. Default No.
+    pub no_label: Option<String>,
+}
 
 /// A validated question with its labels.
 #[derive(Debug, Clone, PartialEq, Eq)]

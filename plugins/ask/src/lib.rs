@@ -14,7 +14,7 @@ pub mod confirm;
 #[cfg(target_arch = "wasm32")]
 mod component;
 
-use iota_toolset::{Approval, Presentation, ToolSpec};
+use iota_toolset::{Presentation, ToolSpec};
 
 /// What the model reads when the user declines (Esc).
 pub const DECLINED: &str = "The user declined to answer.";
@@ -24,17 +24,14 @@ pub fn describe(interactive: bool) -> Vec<ToolSpec> {
     if !interactive {
         return Vec::new();
     }
-    let tool = |name: &str, description: &str, parameters: &str| ToolSpec {
-        name: name.into(),
-        description: description.into(),
-        parameters: parameters.into(),
-        approval: Approval::Never,
+    // Surface presentation, never in parallel: the user answers one surface at a time.
+    let surface = |spec: ToolSpec| ToolSpec {
         parallel: false,
         presentation: Presentation::Surface,
-        read_only: true,
+        ..spec
     };
     vec![
-        tool(choose::NAME, choose::DESCRIPTION, choose::PARAMETERS),
-        tool(confirm::NAME, confirm::DESCRIPTION, confirm::PARAMETERS),
+        surface(ToolSpec::reader::<choose::Args>(choose::NAME)),
+        surface(ToolSpec::reader::<confirm::Args>(confirm::NAME)),
     ]
 }

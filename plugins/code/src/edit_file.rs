@@ -16,19 +16,29 @@
 use crate::files::{self, Target, numbered, plain};
 use crate::{Ctx, ledger};
 use iota_toolset::ToolResult;
-use iota_toolset::args::Args;
+use iota_toolset::args::MaybeEmpty;
 use iota_toolset::size::mb;
 use memchr::memmem;
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 /// The tool's name.
 pub const NAME: &str = "edit_file";
-/// What the model reads about it.
-pub const DESCRIPTION: &str = "Replace an exact string in a file under the project root. old_string must \
-match the file byte for byte, whitespace and indentation included, and be unique unless replace_all is set \
-(extend it with surrounding lines to disambiguate). The file must have been read with read_file in this \
-session and be unchanged since. Prefer this to write_file for changes inside an existing file.";
-/// JSON Schema of the arguments.
-pub const PARAMETERS: &str = r#"{"type":"object","properties":{"path":{"type":"string","description":"The file, relative to the project root."},"old_string":{"type":"string","description":"The exact text to replace, whitespace and indentation included."},"new_string":{"type":"string","description":"The replacement."},"replace_all":{"type":"boolean","description":"Replace every occurrence instead of requiring uniqueness. Default false."}},"required":["path","old_string","new_string"],"additionalProperties":false}"#;
+/// Replace an exact string in a file under the project root. old_string must match the file byte for
+/// byte, whitespace and indentation included, and be unique unless replace_all is set (extend it with
+/// surrounding lines to disambiguate). The file must have been read with read_file in this session and
+/// be unchanged since. Prefer this to write_file for changes inside an existing file.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Args {
+    /// The file, relative to the project root.
+    pub path: String,
+    /// The exact text to replace, whitespace and indentation included.
+    pub old_string: MaybeEmpty,
+    /// The replacement.
+    pub new_string: MaybeEmpty,
+    /// Replace every occurrence instead of requiring uniqueness. Default false.
+    pub replace_all: Option<bool>,
+}
 
 /// Lines of the new content shown around the first change.
 const SNIPPET_CONTEXT: usize = 3;
@@ -46,10 +56,9 @@ pub struct Plan {
 
 /// Works out the edit, checking every refusal in the spec's order.
 pub fn plan(ctx: &Ctx, args: &Args) -> Result<Plan, String> {
-    let written = args.required_str("path")?;
-    let old = args.required_str_allow_empty("old_string")?;
-    let new = args.required_str_allow_empty("new_string")?;
-    let replace_all = args.optional_bool("replace_all")?.unwrap_or(false);
+    let written = args.path.as_str();
+    let (old, new) = (&*args.old_string, &*args.new_string);
+    let replace_all = args.replace_all.unwrap_or(false);
     let target = Target::resolve(&ctx.jail, written)?;
     let meta = target.regular_file(&ctx.jail)?;
     if meta.len() > files::MAX_READ {
@@ -110,7 +119,7 @@ pub fn plan(ctx: &Ctx, args: &Args) -> Result<Plan, String> {
 
 /// Runs one edit_file call.
 pub fn run(ctx: &Ctx, args: &Args) -> ToolResult {
-    let header = format!("{NAME} {}", args.required_str("path").unwrap_or_default());
+    let header = format!("{NAME} {}", args.path);
     let plan = match plan(ctx, args) {
         Ok(plan) => plan,
         Err(e) => return ToolResult::error(header, e),

@@ -11,19 +11,24 @@
 
 use crate::{Ctx, walk};
 use iota_toolset::ToolResult;
-use iota_toolset::args::Args;
 use iota_toolset::output::join_capped;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use std::time::SystemTime;
 
 /// The tool's name.
 pub const NAME: &str = "glob";
-/// What the model reads about it.
-pub const DESCRIPTION: &str = "Find files by name pattern under the project root, newest first. \
-The pattern is a glob over root-relative paths with *, ? and ** (a pattern without / matches at any depth, \
-so *.rs finds every Rust file). .git and files matched by the root .gitignore are excluded. \
-Returns one path per line, at most 200.";
-/// JSON Schema of the arguments.
-pub const PARAMETERS: &str = r#"{"type":"object","properties":{"pattern":{"type":"string","description":"Glob over root-relative paths, e.g. **/*.rs or src/*.go. Without / it matches at any depth."},"path":{"type":"string","description":"Directory to search, relative to the project root. Default: the root."}},"required":["pattern"],"additionalProperties":false}"#;
+/// Find files by name pattern under the project root, newest first. The pattern is a glob over
+/// root-relative paths with *, ? and ** (a pattern without / matches at any depth, so *.rs finds every
+/// Rust file). .git and files matched by the root .gitignore are excluded. Returns one path per line, at
+/// most 200.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Args {
+    /// Glob over root-relative paths, e.g. **/*.rs or src/*.go. Without / it matches at any depth.
+    pub pattern: String,
+    /// Directory to search, relative to the project root. Default: the root.
+    pub path: Option<String>,
+}
 
 /// Results shown.
 pub const SHOWN: usize = 200;
@@ -32,18 +37,14 @@ pub const CANDIDATES: usize = 10_000;
 
 /// Runs one glob call.
 pub fn run(ctx: &Ctx, args: &Args) -> ToolResult {
-    let pattern = match args.required_str("pattern") {
-        Ok(p) => p,
-        Err(e) => return ToolResult::error(NAME, e),
-    };
-    let header = format!("{NAME} {pattern}");
-    ToolResult::from_outcome(header, search(ctx, args, pattern))
+    let header = format!("{NAME} {}", args.pattern);
+    ToolResult::from_outcome(header, search(ctx, args))
 }
 
-fn search(ctx: &Ctx, args: &Args, pattern: &str) -> Result<String, String> {
-    let path = args.optional_str("path")?;
+fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
+    let pattern = &args.pattern;
     let matcher = compile(pattern)?;
-    let start = walk::start_dir(&ctx.jail, path)?;
+    let start = walk::start_dir(&ctx.jail, args.path.as_deref())?;
 
     let mut found: Vec<(SystemTime, String)> = Vec::new();
     for entry in walk::entries(&ctx.jail, &start) {

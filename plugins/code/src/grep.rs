@@ -17,18 +17,27 @@ use crate::{Ctx, files, walk};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use iota_toolset::ToolResult;
-use iota_toolset::args::Args;
 use iota_toolset::output::{OUTPUT_CAP, clip};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 /// The tool's name.
 pub const NAME: &str = "grep";
-/// What the model reads about it.
-pub const DESCRIPTION: &str = "Search file contents under the project root with a regular expression \
-(Rust regex syntax: no backreferences or lookaround). Returns path:line: text for each matching line \
-(path:line- text for context lines), at most 100 matches. Binary files, files over 10 MB, .git and \
-files matched by the root .gitignore are skipped.";
-/// JSON Schema of the arguments.
-pub const PARAMETERS: &str = r#"{"type":"object","properties":{"pattern":{"type":"string","description":"Regular expression in Rust regex syntax. Not trimmed."},"path":{"type":"string","description":"Directory to search, relative to the project root. Default: the root."},"include":{"type":"string","description":"Filename glob filter: without / it matches the file name (*.rs), with / the root-relative path (src/**)."},"context":{"type":"integer","description":"Lines of context around each match, 0-10. Default 0."}},"required":["pattern"],"additionalProperties":false}"#;
+/// Search file contents under the project root with a regular expression (Rust regex syntax: no
+/// backreferences or lookaround). Returns path:line: text for each matching line (path:line- text for
+/// context lines), at most 100 matches. Binary files, files over 10 MB, .git and files matched by the
+/// root .gitignore are skipped.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Args {
+    /// Regular expression in Rust regex syntax. Not trimmed.
+    pub pattern: String,
+    /// Directory to search, relative to the project root. Default: the root.
+    pub path: Option<String>,
+    /// Filename glob filter: without / it matches the file name (*.rs), with / the root-relative path (src/**).
+    pub include: Option<String>,
+    /// Lines of context around each match, 0-10. Default 0.
+    pub context: Option<i64>,
+}
 
 /// Matches shown before the search stops.
 pub const MAX_MATCHES: usize = 100;
@@ -41,12 +50,8 @@ pub const MAX_CONTEXT: i64 = 10;
 
 /// Runs one grep call.
 pub fn run(ctx: &Ctx, args: &Args) -> ToolResult {
-    let pattern = match args.required_str("pattern") {
-        Ok(p) => p,
-        Err(e) => return ToolResult::error(NAME, e),
-    };
-    let header = format!("{NAME} {pattern}");
-    ToolResult::from_outcome(header, search(ctx, args, pattern))
+    let header = format!("{NAME} {}", args.pattern);
+    ToolResult::from_outcome(header, search(ctx, args))
 }
 
 /// Compiles `pattern` for line-oriented search, with the spec's error text.
@@ -70,12 +75,12 @@ fn compile_include(include: &str) -> Result<(globset::GlobMatcher, bool), String
         .map_err(|_| format!("invalid include pattern: {include}"))
 }
 
-fn search(ctx: &Ctx, args: &Args, pattern: &str) -> Result<String, String> {
-    let path = args.optional_str("path")?;
-    let include = args.optional_str("include")?.map(compile_include).transpose()?;
-    let context = args.optional_int("context")?.unwrap_or(0).clamp(0, MAX_CONTEXT) as usize;
+fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
+    let pattern = &args.pattern;
+    let include = args.include.as_deref().map(compile_include).transpose()?;
+    let context = args.context.unwrap_or(0).clamp(0, MAX_CONTEXT) as usize;
     let matcher = compile(pattern)?;
-    let start = walk::start_dir(&ctx.jail, path)?;
+    let start = walk::start_dir(&ctx.jail, args.path.as_deref())?;
 
     let mut searcher = SearcherBuilder::new()
         .line_number(true)

@@ -23,11 +23,12 @@ pub mod write_file;
 #[cfg(target_arch = "wasm32")]
 mod component;
 
-use iota_toolset::args::Args;
+use iota_toolset::args::decode;
 use iota_toolset::config::yaml11_bool;
 use iota_toolset::jail::Jail;
 use iota_toolset::session::SessionStore;
-use iota_toolset::{Approval, Presentation, ToolResult, ToolSpec};
+use iota_toolset::tool::call;
+use iota_toolset::{Approval, ToolResult, ToolSpec};
 use serde::Deserialize;
 
 /// `tools.code` in the config file.
@@ -67,69 +68,44 @@ pub struct Ctx<'a> {
 
 /// The tools this configuration offers, in the order the model sees them.
 pub fn describe(config: &CodeConfig) -> Vec<ToolSpec> {
-    let reader = |name: &str, description: &str, parameters: &str| ToolSpec {
-        name: name.to_string(),
-        description: description.to_string(),
-        parameters: parameters.to_string(),
-        approval: Approval::Never,
-        parallel: true,
-        presentation: Presentation::Group,
-        read_only: true,
-    };
-    let writer_approval = if config.auto_write {
-        Approval::Never
-    } else {
-        Approval::Required
-    };
-    let writer = |name: &str, description: &str, parameters: &str| ToolSpec {
-        name: name.to_string(),
-        description: description.to_string(),
-        parameters: parameters.to_string(),
-        approval: writer_approval,
-        parallel: false,
-        presentation: Presentation::Expanded,
-        read_only: false,
-    };
     let mut tools = vec![
-        reader(glob::NAME, glob::DESCRIPTION, glob::PARAMETERS),
-        reader(grep::NAME, grep::DESCRIPTION, grep::PARAMETERS),
-        reader(list_dir::NAME, list_dir::DESCRIPTION, list_dir::PARAMETERS),
-        reader(read_file::NAME, read_file::DESCRIPTION, read_file::PARAMETERS),
+        ToolSpec::reader::<glob::Args>(glob::NAME),
+        ToolSpec::reader::<grep::Args>(grep::NAME),
+        ToolSpec::reader::<list_dir::Args>(list_dir::NAME),
+        ToolSpec::reader::<read_file::Args>(read_file::NAME),
     ];
     if !config.read_only {
-        tools.push(writer(edit_file::NAME, edit_file::DESCRIPTION, edit_file::PARAMETERS));
-        tools.push(writer(
-            write_file::NAME,
-            write_file::DESCRIPTION,
-            write_file::PARAMETERS,
-        ));
+        let approval = if config.auto_write {
+            Approval::Never
+        } else {
+            Approval::Required
+        };
+        tools.push(ToolSpec::writer::<edit_file::Args>(edit_file::NAME, approval));
+        tools.push(ToolSpec::writer::<write_file::Args>(write_file::NAME, approval));
     }
     tools
 }
 
 /// Runs one call of `tool` with its JSON arguments text.
 pub fn invoke(ctx: &Ctx, config: &CodeConfig, tool: &str, args: &str) -> ToolResult {
-    let args = match Args::parse(args) {
-        Ok(args) => args,
-        Err(e) => return ToolResult::error(tool, e),
-    };
     match tool {
-        glob::NAME => glob::run(ctx, &args),
-        grep::NAME => grep::run(ctx, &args),
-        list_dir::NAME => list_dir::run(ctx, &args),
-        read_file::NAME => read_file::run(ctx, &args),
-        edit_file::NAME if !config.read_only => edit_file::run(ctx, &args),
-        write_file::NAME if !config.read_only => write_file::run(ctx, &args),
+        glob::NAME => call(tool, args, |args| glob::run(ctx, &args)),
+        grep::NAME => call(tool, args, |args| grep::run(ctx, &args)),
+        list_dir::NAME => call(tool, args, |args| list_dir::run(ctx, &args)),
+        read_file::NAME => call(tool, args, |args| read_file::run(ctx, &args)),
+        edit_file::NAME if !config.read_only => call(tool, args, |args| edit_file::run(ctx, &args)),
+        write_file::NAME if !config.read_only => call(tool, args, |args| write_file::run(ctx, &args)),
         other => ToolResult::error(other, format!("unknown tool: {other}")),
     }
 }
 
 /// The diff a writer call would make, for the approval question.
 pub fn preview(ctx: &Ctx, tool: &str, args: &str) -> Option<String> {
-    let args = Args::parse(args).ok()?;
     match tool {
-        edit_file::NAME => edit_file::plan(ctx, &args).ok().map(|plan| plan.diff),
-        write_file::NAME => write_file::plan(ctx, &args).ok().and_then(|plan| plan.diff),
+        edit_file::NAME => edit_file::plan(ctx, &decode(args).ok()?).ok().map(|plan| plan.diff),
+        write_file::NAME => write_file::plan(ctx, &decode(args).ok()?)
+            .ok()
+            .and_then(|plan| plan.diff),
         _ => None,
     }
 }

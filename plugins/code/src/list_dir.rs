@@ -9,28 +9,28 @@
 use crate::Ctx;
 use crate::files::plain;
 use iota_toolset::ToolResult;
-use iota_toolset::args::Args;
 use iota_toolset::jail::Jail;
 use iota_toolset::output::join_capped;
 use iota_toolset::size::human;
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 /// The tool's name.
 pub const NAME: &str = "list_dir";
-/// What the model reads about it.
-pub const DESCRIPTION: &str = "List one directory level under the project root: directories with a \
-trailing /, files with their size, sorted by name. At most 500 entries.";
-/// JSON Schema of the arguments.
-pub const PARAMETERS: &str = r#"{"type":"object","properties":{"path":{"type":"string","description":"Directory to list, relative to the project root. Default: the root."}},"additionalProperties":false}"#;
+/// List one directory level under the project root: directories with a trailing /, files with their
+/// size, sorted by name. At most 500 entries.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Args {
+    /// Directory to list, relative to the project root. Default: the root.
+    pub path: Option<String>,
+}
 
 /// Entries shown.
 pub const MAX_ENTRIES: usize = 500;
 
 /// Runs one list_dir call.
 pub fn run(ctx: &Ctx, args: &Args) -> ToolResult {
-    let written = match args.optional_str("path") {
-        Ok(p) => p.unwrap_or("."),
-        Err(e) => return ToolResult::error(NAME, e),
-    };
+    let written = args.path.as_deref().unwrap_or(".");
     let header = format!("{NAME} {written}");
     ToolResult::from_outcome(header, list(ctx, written))
 }

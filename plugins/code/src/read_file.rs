@@ -16,44 +16,40 @@
 use crate::files::{self, Target, numbered};
 use crate::{Ctx, ledger};
 use iota_toolset::ToolResult;
-use iota_toolset::args::Args;
+use iota_toolset::args::positive;
 use iota_toolset::output::{OUTPUT_CAP, window};
 use iota_toolset::size::{kb, mb};
+use schemars::JsonSchema;
+use serde::Deserialize;
 
 /// The tool's name.
 pub const NAME: &str = "read_file";
-/// What the model reads about it.
-pub const DESCRIPTION: &str = "Read a text file under the project root, with line numbers \
-(six columns, a tab, the line). Use offset and limit to read a window of a long file. \
-A file must be read before edit_file or write_file may change it.";
-/// JSON Schema of the arguments.
-pub const PARAMETERS: &str = r#"{"type":"object","properties":{"path":{"type":"string","description":"The file, relative to the project root."},"offset":{"type":"integer","description":"1-based first line. Default 1."},"limit":{"type":"integer","description":"How many lines to return. Default: all remaining."}},"required":["path"],"additionalProperties":false}"#;
+/// Read a text file under the project root, with line numbers (six columns, a tab, the line). Use
+/// offset and limit to read a window of a long file. A file must be read before edit_file or write_file
+/// may change it.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Args {
+    /// The file, relative to the project root.
+    pub path: String,
+    /// 1-based first line. Default 1.
+    pub offset: Option<i64>,
+    /// How many lines to return. Default: all remaining.
+    pub limit: Option<i64>,
+}
 
 /// Room kept under the cap for the closing note.
 const NOTE_ROOM: usize = 256;
 
 /// Runs one read_file call.
 pub fn run(ctx: &Ctx, args: &Args) -> ToolResult {
-    let written = match args.required_str("path") {
-        Ok(p) => p,
-        Err(e) => return ToolResult::error(NAME, e),
-    };
-    let header = format!("{NAME} {written}");
-    ToolResult::from_outcome(header, read(ctx, args, written))
-}
-
-fn positive(args: &Args, name: &str) -> Result<Option<usize>, String> {
-    match args.optional_int(name)? {
-        None => Ok(None),
-        Some(n) if n >= 1 => Ok(Some(n as usize)),
-        Some(n) => Err(format!("{name} must be a positive integer, got {n}")),
-    }
+    let header = format!("{NAME} {}", args.path);
+    ToolResult::from_outcome(header, read(ctx, args, &args.path))
 }
 
 fn read(ctx: &Ctx, args: &Args, written: &str) -> Result<String, String> {
     let target = Target::resolve(&ctx.jail, written)?;
-    let offset = positive(args, "offset")?.unwrap_or(1);
-    let limit = positive(args, "limit")?;
+    let offset = positive(args.offset, "offset")?.unwrap_or(1);
+    let limit = positive(args.limit, "limit")?;
     // Stat first: a FIFO or device is refused before anything opens it.
     target.regular_file(&ctx.jail)?;
     let mut file = std::fs::File::open(&target.abs).map_err(|e| target.error_text(&ctx.jail, &e))?;

@@ -14,20 +14,26 @@
 use crate::files::{self, Target, plain};
 use crate::{Ctx, ledger};
 use iota_toolset::ToolResult;
-use iota_toolset::args::Args;
+use iota_toolset::args::MaybeEmpty;
 use iota_toolset::jail::Jail;
 use iota_toolset::size::human;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use std::io::ErrorKind;
 use std::path::PathBuf;
 
 /// The tool's name.
 pub const NAME: &str = "write_file";
-/// What the model reads about it.
-pub const DESCRIPTION: &str = "Create or overwrite a whole file under the project root; parent directories \
-are created. An existing file must have been read with read_file in this session and be unchanged since. \
-Prefer edit_file for changes inside an existing file.";
-/// JSON Schema of the arguments.
-pub const PARAMETERS: &str = r#"{"type":"object","properties":{"path":{"type":"string","description":"The file, relative to the project root."},"content":{"type":"string","description":"The full content. May be empty."}},"required":["path","content"],"additionalProperties":false}"#;
+/// Create or overwrite a whole file under the project root; parent directories are created. An
+/// existing file must have been read with read_file in this session and be unchanged since. Prefer
+/// edit_file for changes inside an existing file.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Args {
+    /// The file, relative to the project root.
+    pub path: String,
+    /// The full content. May be empty.
+    pub content: MaybeEmpty,
+}
 
 /// A write worked out but not yet done.
 pub struct Plan {
@@ -43,8 +49,8 @@ pub struct Plan {
 
 /// Works out the write, checking every refusal.
 pub fn plan(ctx: &Ctx, args: &Args) -> Result<Plan, String> {
-    let written = args.required_str("path")?;
-    let content = args.required_str_allow_empty("content")?.to_string();
+    let written = args.path.as_str();
+    let content = args.content.0.clone();
     let target = Target::resolve(&ctx.jail, written)?;
     let escape = |e: &std::io::Error| Jail::is_escape(e).then(|| ctx.jail.outside(written));
     let link = match std::fs::symlink_metadata(&target.abs) {
@@ -103,7 +109,7 @@ pub fn plan(ctx: &Ctx, args: &Args) -> Result<Plan, String> {
 
 /// Runs one write_file call.
 pub fn run(ctx: &Ctx, args: &Args) -> ToolResult {
-    let header = format!("{NAME} {}", args.required_str("path").unwrap_or_default());
+    let header = format!("{NAME} {}", args.path);
     let plan = match plan(ctx, args) {
         Ok(plan) => plan,
         Err(e) => return ToolResult::error(header, e),

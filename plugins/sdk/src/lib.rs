@@ -21,6 +21,7 @@ pub mod jail;
 pub mod output;
 pub mod session;
 pub mod size;
+pub mod tool;
 
 /// Bindings generated from `wit/toolset.wit`.
 #[allow(missing_docs)]

@@ -1,7 +1,7 @@
 //! The component's exports: discovery over the preopened skill directories.
 
 use crate::{catalog, load_skill};
-use iota_toolset::args::Args;
+use iota_toolset::tool::call;
 use iota_toolset::{Context, Guest, ToolResult, ToolSpec};
 use std::path::{Path, PathBuf};
 
@@ -31,10 +31,7 @@ impl Guest for Skills {
         if tool != load_skill::NAME {
             return ToolResult::error(tool.clone(), format!("unknown tool: {tool}"));
         }
-        match Args::parse(&args) {
-            Ok(args) => load_skill::run(&bases(&ctx), &args),
-            Err(e) => ToolResult::error(tool, e),
-        }
+        call(&tool, &args, |args| load_skill::run(&bases(&ctx), &args))
     }
 }
 

@@ -15,17 +15,12 @@ pub mod load_skill;
 #[cfg(target_arch = "wasm32")]
 mod component;
 
-use iota_toolset::{Approval, Presentation, ToolSpec};
+use iota_toolset::ToolSpec;
 
 /// The tool the set offers.
 pub fn describe() -> Vec<ToolSpec> {
     vec![ToolSpec {
-        name: load_skill::NAME.into(),
-        description: load_skill::DESCRIPTION.into(),
-        parameters: load_skill::PARAMETERS.into(),
-        approval: Approval::Never,
         parallel: false,
-        presentation: Presentation::Group,
-        read_only: true,
+        ..ToolSpec::reader::<load_skill::Args>(load_skill::NAME)
     }]
 }

@@ -16,20 +16,30 @@
 
 use crate::catalog::{self, Skill};
 use iota_toolset::ToolResult;
-use iota_toolset::args::Args;
+use iota_toolset::args::positive;
 use iota_toolset::jail::clean;
 use iota_toolset::output::OUTPUT_CAP;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 /// The tool's name.
 pub const NAME: &str = "load_skill";
-/// What the model reads about it.
-pub const DESCRIPTION: &str = "Load a skill from the catalog in the system prompt: returns its instructions and its \
-directory (the base for its bundled files and scripts). With file, returns one of its bundled files instead, \
-relative to the skill's directory. offset and limit window long content.";
-/// JSON Schema of the arguments.
-pub const PARAMETERS: &str = r#"{"type":"object","properties":{"skill":{"type":"string","description":"The skill's name, exactly as the catalog lists it."},"file":{"type":"string","description":"A bundled file to read instead of the instructions, relative to the skill's directory (references/api.md)."},"offset":{"type":"integer","description":"1-based first line of the window. Default 1."},"limit":{"type":"integer","description":"How many lines to return. Default: all remaining."}},"required":["skill"],"additionalProperties":false}"#;
+/// Load a skill from the catalog in the system prompt: returns its instructions and its directory (the
+/// base for its bundled files and scripts). With file, returns one of its bundled files instead,
+/// relative to the skill's directory. offset and limit window long content.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct Args {
+    /// The skill's name, exactly as the catalog lists it.
+    pub skill: String,
+    /// A bundled file to read instead of the instructions, relative to the skill's directory (references/api.md).
+    pub file: Option<String>,
+    /// 1-based first line of the window. Default 1.
+    pub offset: Option<i64>,
+    /// How many lines to return. Default: all remaining.
+    pub limit: Option<i64>,
+}
 
 /// Files are read up to 20 MB.
 pub const MAX_READ: u64 = 20 * 1024 * 1024;
@@ -37,18 +47,14 @@ const NOTE_ROOM: usize = 256;
 
 /// Runs one load_skill call against the skill bases.
 pub fn run(bases: &[PathBuf], args: &Args) -> ToolResult {
-    let name = match args.required_str("skill") {
-        Ok(n) => n,
-        Err(e) => return ToolResult::error(NAME, e),
-    };
-    let header = format!("{NAME} {name}");
-    ToolResult::from_outcome(header, load(bases, args, name))
+    let header = format!("{NAME} {}", args.skill);
+    ToolResult::from_outcome(header, load(bases, args))
 }
 
-fn load(bases: &[PathBuf], args: &Args, name: &str) -> Result<String, String> {
-    let file = args.optional_str("file")?;
-    let offset = positive(args, "offset")?.unwrap_or(1);
-    let limit = positive(args, "limit")?;
+fn load(bases: &[PathBuf], args: &Args) -> Result<String, String> {
+    let (name, file) = (args.skill.as_str(), args.file.as_deref());
+    let offset = positive(args.offset, "offset")?.unwrap_or(1);
+    let limit = positive(args.limit, "limit")?;
     let skills = catalog::discover(bases);
     let skill = find(&skills, name)?;
     let (prefix, content) = match file {
@@ -75,14 +81,6 @@ fn find<'a>(skills: &'a [Skill], name: &str) -> Result<&'a Skill, String> {
             format!("unknown skill \"{name}\"; available skills: {}", names.join(", "))
         }
     })
-}
-
-fn positive(args: &Args, name: &str) -> Result<Option<usize>, String> {
-    match args.optional_int(name)? {
-        None => Ok(None),
-        Some(n) if n >= 1 => Ok(Some(n as usize)),
-        Some(n) => Err(format!("{name} must be a positive integer, got {n}")),
-    }
 }
 
 /// A bundled file's text, read up to 20 MB with the note as its last line.

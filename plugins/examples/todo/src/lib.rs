@@ -1,5 +1,7 @@
 //! An example third-party toolset, built the way a toolset author would:
-//! depend on `iota-toolset`, implement `Guest`, build for wasm32-wasip2.
+//! depend on `iota-toolset`, `serde` and `schemars`; declare each tool by its
+//! arguments struct (its doc comments are what the model reads); implement
+//! `Guest`; build for wasm32-wasip2.
 //!
 //! One tool, `todos`, lists the TODO and FIXME comments under a directory of
 //! the project. It only reads files, so its component imports the filesystem
@@ -7,10 +9,11 @@
 
 #![deny(missing_docs)]
 
-use iota_toolset::args::Args;
 use iota_toolset::jail::Jail;
 use iota_toolset::output::join_capped;
-use iota_toolset::{Approval, Presentation, ToolResult, ToolSpec};
+use iota_toolset::{ToolResult, ToolSpec};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use std::path::Path;
 
 /// The tool's name.
@@ -19,37 +22,32 @@ pub const NAME: &str = "todos";
 /// At most this many comments are listed.
 pub const MAX_FOUND: usize = 100;
 
-/// The tool as the model sees it.
+/// List TODO and FIXME comments under a directory of the project, as path:line: text.
+#[derive(Deserialize, JsonSchema)]
+pub struct Args {
+    /// Directory to search, relative to the project root. Default: the root.
+    pub path: Option<String>,
+}
+
+/// The tool as the model sees it: a reader, described by [`Args`].
 pub fn spec() -> ToolSpec {
-    ToolSpec {
-        name: NAME.into(),
-        description: "List TODO and FIXME comments under a directory of the project, as path:line: text.".into(),
-        parameters: r#"{"type":"object","properties":{"path":{"type":"string","description":"Directory to search, relative to the project root. Default: the root."}},"additionalProperties":false}"#.into(),
-        approval: Approval::Never,
-        parallel: true,
-        presentation: Presentation::Group,
-        read_only: true,
-    }
+    ToolSpec::reader::<Args>(NAME)
 }
 
 /// Runs one call against the project at `root`.
-pub fn run(root: &str, args: &str) -> ToolResult {
+pub fn run(root: &str, args: &Args) -> ToolResult {
     let jail = Jail::new(root);
-    let outcome = Args::parse(args).and_then(|args| {
-        let written = args.optional_str("path")?.unwrap_or(".").to_string();
-        let dir = jail.resolve(&written)?;
+    let written = args.path.as_deref().unwrap_or(".");
+    let outcome = jail.resolve(written).map(|dir| {
         let mut found = Vec::new();
         collect(&jail, &dir, &mut found);
         found.sort();
         if found.is_empty() {
-            return Ok("no TODO or FIXME comments".to_string());
+            return "no TODO or FIXME comments".to_string();
         }
         let total = found.len();
         let footer = (total > MAX_FOUND).then(|| format!("[showing {MAX_FOUND} of {total}]"));
-        Ok(join_capped(
-            found.iter().take(MAX_FOUND).map(String::as_str),
-            footer.as_deref(),
-        ))
+        join_capped(found.iter().take(MAX_FOUND).map(String::as_str), footer.as_deref())
     });
     ToolResult::from_outcome(NAME, outcome)
 }
@@ -93,7 +91,7 @@ mod component {
         }
 
         fn invoke(ctx: Context, _tool: String, args: String) -> ToolResult {
-            super::run(&ctx.root, &args)
+            iota_toolset::tool::call(super::NAME, &args, |args| super::run(&ctx.root, &args))
         }
     }
 

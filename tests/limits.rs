@@ -114,6 +114,27 @@ fn flooding_stdout_is_stopped() {
 }
 
 #[test]
+fn a_result_over_the_output_limit_is_dropped_with_an_error_naming_it() {
+    // The default limit is 1 MiB; the fixture returns 4 MiB.
+    let p = hostile("process");
+    let rs = p.calls(&[("huge", json!({})), ("echo", json!({}))]);
+    assert!(rs[0].is_error);
+    assert_eq!(
+        rs[0].text,
+        "toolset \"hostile\" returned 4096 KiB, over its output limit (1024 KiB); the result was dropped"
+    );
+    assert!(!rs[1].is_error);
+
+    // Raised in the config, the same result comes through whole.
+    let p = Project::new().config(&format!(
+        "toolsets:\n  hostile:\n    path: {COMPONENTS}/hostile.wasm\n    grant: [process]\n    limits: {{output: 8192}}\nagents:\n  a:\n    tools:\n      hostile:\n"
+    ));
+    let rs = p.calls(&[("huge", json!({}))]);
+    assert!(!rs[0].is_error, "{}", &rs[0].text[..200.min(rs[0].text.len())]);
+    assert_eq!(rs[0].text.len(), 4 << 20);
+}
+
+#[test]
 fn a_tool_name_collision_fails_the_load_naming_both_sets() {
     let p = Project::new().config(&format!(
         "toolsets:\n  mycode: {COMPONENTS}/code.wasm\nagents:\n  a:\n    tools:\n      code:\n      mycode:\n"

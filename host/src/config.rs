@@ -102,14 +102,18 @@ pub struct Limits {
     pub timeout: Duration,
     /// Linear memory a call may grow to, in bytes.
     pub memory: u64,
+    /// Size of one call's result (text and diff), in bytes.
+    pub output: u64,
 }
 
 impl Default for Limits {
-    /// 60 s and 1 GiB: a grep over a large tree fits, a runaway does not.
+    /// 60 s, 1 GiB and 1 MiB: a grep over a large tree fits, a runaway does
+    /// not; a result a model could never read whole is refused.
     fn default() -> Self {
         Limits {
             timeout: Duration::from_secs(60),
             memory: 1 << 30,
+            output: 1 << 20,
         }
     }
 }
@@ -417,7 +421,7 @@ fn parse_toolsets(value: Value, origin: &str, base: &Path) -> Result<BTreeMap<St
 fn parse_limits(value: Value) -> Result<Limits> {
     let mut limits = Limits::default();
     let Value::Mapping(map) = value else {
-        bail!("must be a mapping (timeout, memory)")
+        bail!("must be a mapping (timeout, memory, output)")
     };
     for (key, value) in map {
         match key.as_str() {
@@ -435,7 +439,17 @@ fn parse_limits(value: Value) -> Result<Limits> {
                     .context("memory must be a positive number of MiB")?;
                 limits.memory = mib << 20;
             }
-            _ => bail!("unknown key {:?} (timeout, memory)", key.as_str().unwrap_or("?")),
+            Some("output") => {
+                let kib = value
+                    .as_u64()
+                    .filter(|k| *k > 0)
+                    .context("output must be a positive number of KiB")?;
+                limits.output = kib << 10;
+            }
+            _ => bail!(
+                "unknown key {:?} (timeout, memory, output)",
+                key.as_str().unwrap_or("?")
+            ),
         }
     }
     Ok(limits)
@@ -474,9 +488,10 @@ mod tests {
 
     #[test]
     fn toolset_declarations_resolve_against_the_config_file() {
-        let config =
-            parse("toolsets:\n  jq: { path: jq.wasm, grant: [process], limits: { timeout: 2, memory: 64 } }\n")
-                .unwrap();
+        let config = parse(
+            "toolsets:\n  jq: { path: jq.wasm, grant: [process], limits: { timeout: 2, memory: 64, output: 512 } }\n",
+        )
+        .unwrap();
         let jq = &config.toolsets["jq"];
         assert_eq!(jq.path, Path::new("/cfg/jq.wasm"));
         assert_eq!(jq.grant, Some(vec![Capability::Process]));
@@ -484,7 +499,8 @@ mod tests {
             jq.limits,
             Limits {
                 timeout: Duration::from_secs(2),
-                memory: 64 << 20
+                memory: 64 << 20,
+                output: 512 << 10,
             }
         );
         assert!(parse("toolsets:\n  jq: { path: a.wasm, grant: [sockets] }\n").is_err());

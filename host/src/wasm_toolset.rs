@@ -198,6 +198,20 @@ impl WasmToolset {
         })
     }
 
+    /// The result, unless it is larger than the set's output limit.
+    fn within_output_limit(&self, result: ToolResult) -> Result<ToolResult, String> {
+        let size = (result.text.len() + result.diff.as_ref().map_or(0, String::len)) as u64;
+        if size <= self.limits.output {
+            return Ok(result);
+        }
+        Err(format!(
+            "toolset {:?} returned {} KiB, over its output limit ({} KiB); the result was dropped",
+            self.name,
+            size.div_ceil(1024),
+            self.limits.output >> 10
+        ))
+    }
+
     fn describe_failure(&self, err: &wasmtime::Error, memory_hit: bool, flooded: bool, stderr: &[u8]) -> String {
         let name = &self.name;
         if err.downcast_ref::<Cancelled>().is_some() {
@@ -296,6 +310,7 @@ impl Toolset for WasmToolset {
         self.run(session, ui, access, |b, store, ctx| {
             b.iota_toolset_toolset().call_invoke(store, ctx, tool, args)
         })
+        .and_then(|result| self.within_output_limit(result))
         .unwrap_or_else(|text| ToolResult::failure(tool, text))
     }
 }

@@ -258,6 +258,7 @@ fn the_python_example_toolset_builds_loads_and_answers() {
         format!("path is outside the project root ({}): ../x", p.root().display())
     );
     assert_eq!(rs[2].text, "missing required argument: path");
+
     let report = support::inspect(&p, wasm.to_str().unwrap());
     let caps = support::capability_names(&report);
     assert_eq!(
@@ -266,4 +267,14 @@ fn the_python_example_toolset_builds_loads_and_answers() {
         "CPython reads files; its socket imports are linked but disabled"
     );
     assert!(!report["disabled_imports"].as_array().unwrap().is_empty());
+
+    // The same component over MCP, with the official Python SDK.
+    let Some(python) = support::python() else { return };
+    let step = support::run_client(&python, "mcp_call.py", &p, &["wordcount", r#"{"path": "a.txt"}"#]);
+    let tools = step("list")["tools"].as_array().unwrap().clone();
+    assert_eq!(tools.len(), 1);
+    assert_eq!(tools[0]["name"], "wordcount");
+    assert_eq!(tools[0]["schema"]["required"], json!(["path"]));
+    assert_eq!(step("call")["text"], "2 lines, 3 words, 14 bytes");
+    assert_eq!(step("call")["is_error"], false);
 }

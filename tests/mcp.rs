@@ -4,51 +4,7 @@
 mod support;
 
 use std::path::PathBuf;
-use support::{BIN, Project};
-
-/// The venv .ci/run makes; the test is skipped, saying so, without it.
-fn python() -> Option<PathBuf> {
-    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/mcp-venv/bin/python");
-    let ok = std::process::Command::new(&python)
-        .args(["-c", "import mcp"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!(
-            "SKIPPED: no MCP Python SDK (python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp)"
-        );
-    }
-    ok.then_some(python)
-}
-
-/// Runs a Python SDK client script against `p` and returns its JSON lines
-/// by step name (`step(name)` panics, showing everything, when one is missing).
-fn run_client(python: &std::path::Path, script: &str, p: &Project) -> impl Fn(&str) -> serde_json::Value {
-    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests").join(script);
-    let out = std::process::Command::new(python)
-        .arg(script)
-        .arg(BIN)
-        .arg(p.outside().join("config.yaml"))
-        .arg(p.root())
-        .env("IOTA_CACHE_DIR", support::cache_dir())
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    assert!(
-        out.status.success(),
-        "client failed: {}\n{stdout}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let steps: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-    move |name: &str| {
-        let matching: Vec<&serde_json::Value> = steps.iter().filter(|s| s["step"] == name).collect();
-        match matching.as_slice() {
-            [one] => (*one).clone(),
-            [] => panic!("no step {name}: {stdout}"),
-            many => serde_json::Value::Array(many.iter().map(|v| (*v).clone()).collect()),
-        }
-    }
-}
+use support::{BIN, Project, python, run_client};
 
 #[test]
 fn a_real_session_with_the_python_sdk() {
@@ -56,7 +12,7 @@ fn a_real_session_with_the_python_sdk() {
     let p = Project::new().config("agents:\n  a:\n    tools:\n      shell:\n      code:\n        auto_write: true\n");
     p.write("a.txt", "old text\n");
     std::fs::write(p.root().parent().unwrap().join("outside.txt"), "SECRET").unwrap();
-    let step = run_client(&python, "mcp_client.py", &p);
+    let step = run_client(&python, "mcp_client.py", &p, &[]);
 
     let tools = step("list")["tools"].as_array().unwrap().clone();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
@@ -230,7 +186,7 @@ fn a_cancelled_call_stops_its_command_and_the_session_goes_on() {
 fn elicitation_carries_approvals_choose_and_confirm() {
     let Some(python) = python() else { return };
     let p = Project::new().config("agents:\n  a:\n    tools:\n      code:\n");
-    let step = run_client(&python, "mcp_elicit.py", &p);
+    let step = run_client(&python, "mcp_elicit.py", &p, &[]);
     let listed = step("list");
     let names: Vec<&str> = listed["tools"]
         .as_array()

@@ -361,3 +361,54 @@ pub fn capability_names(report: &Value) -> Vec<String> {
         .map(|c| c["name"].as_str().unwrap().to_string())
         .collect()
 }
+
+/// The venv .ci/run makes; the test is skipped, saying so, without it.
+pub fn python() -> Option<PathBuf> {
+    let python = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/mcp-venv/bin/python");
+    let ok = std::process::Command::new(&python)
+        .args(["-c", "import mcp"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        eprintln!(
+            "SKIPPED: no MCP Python SDK (python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp)"
+        );
+    }
+    ok.then_some(python)
+}
+
+/// Runs a Python SDK client script against `p` (with `extra` arguments after
+/// the binary, config and root) and returns its JSON lines
+/// by step name (`step(name)` panics, showing everything, when one is missing).
+pub fn run_client(
+    python: &std::path::Path,
+    script: &str,
+    p: &Project,
+    extra: &[&str],
+) -> impl Fn(&str) -> serde_json::Value {
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests").join(script);
+    let out = std::process::Command::new(python)
+        .arg(script)
+        .arg(BIN)
+        .arg(p.outside().join("config.yaml"))
+        .arg(p.root())
+        .args(extra)
+        .env("IOTA_CACHE_DIR", cache_dir())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "client failed: {}\n{stdout}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let steps: Vec<serde_json::Value> = stdout.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    move |name: &str| {
+        let matching: Vec<&serde_json::Value> = steps.iter().filter(|s| s["step"] == name).collect();
+        match matching.as_slice() {
+            [one] => (*one).clone(),
+            [] => panic!("no step {name}: {stdout}"),
+            many => serde_json::Value::Array(many.iter().map(|v| (*v).clone()).collect()),
+        }
+    }
+}

@@ -48,6 +48,9 @@ fn main() {
     ] {
         build.env_remove(var);
     }
+    // memchr's and memmem's wasm SIMD paths (grep's literal prefilter, line
+    // counting); wasmtime compiles them to SSE/AVX on the host.
+    build.env("CARGO_TARGET_WASM32_WASIP2_RUSTFLAGS", "-Ctarget-feature=+simd128");
     let status = build
         .status()
         .expect("cannot run cargo to build the toolset components");

@@ -13,10 +13,12 @@
 //! refine the pattern or use include to narrow the search]. Nothing found is no
 //! matches for <pattern>."
 
+use crate::literals::RequiredLiterals;
 use crate::{Ctx, files, walk};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use iota_toolset::ToolResult;
+use iota_toolset::bulk::{self, Content};
 use iota_toolset::output::{OUTPUT_CAP, clip};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -45,6 +47,8 @@ pub const MAX_MATCHES: usize = 100;
 pub const MAX_FILE: u64 = 10 * 1024 * 1024;
 /// Each output line's text is clipped at this many bytes.
 pub const LINE_CLIP: usize = 500;
+/// Files read per host call.
+const BATCH: usize = 128;
 /// Context is clamped to this many lines.
 pub const MAX_CONTEXT: i64 = 10;
 
@@ -80,6 +84,7 @@ fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
     let include = args.include.as_deref().map(compile_include).transpose()?;
     let context = args.context.unwrap_or(0).clamp(0, MAX_CONTEXT) as usize;
     let matcher = compile(pattern)?;
+    let required = RequiredLiterals::of(pattern);
     let start = walk::start_dir(&ctx.jail, args.path.as_deref())?;
 
     let mut searcher = SearcherBuilder::new()
@@ -90,36 +95,44 @@ fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
         .binary_detection(BinaryDetection::none())
         .build();
     let mut out = Output::default();
-    let mut buf = Vec::new();
-    for entry in walk::entries(&ctx.jail, &start) {
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let rel = ctx.jail.relative(entry.path());
-        if let Some((glob, whole_path)) = &include {
-            let subject = if *whole_path {
-                rel.as_str()
-            } else {
-                rel.rsplit('/').next().unwrap_or(&rel)
-            };
-            if !glob.is_match(subject) {
+    // Files are read in batches through one host call each (see iota_toolset::bulk).
+    let mut batch: Vec<(String, String)> = Vec::with_capacity(BATCH);
+    let mut walk = walk::entries(&ctx.jail, &start).peekable();
+    while walk.peek().is_some() && !out.stopped {
+        batch.clear();
+        for entry in walk.by_ref() {
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
                 continue;
             }
+            let rel = ctx.jail.relative(entry.path());
+            if let Some((glob, whole_path)) = &include {
+                let subject = if *whole_path {
+                    rel.as_str()
+                } else {
+                    rel.rsplit('/').next().unwrap_or(&rel)
+                };
+                if !glob.is_match(subject) {
+                    continue;
+                }
+            }
+            batch.push((entry.path().to_string_lossy().into_owned(), rel));
+            if batch.len() == BATCH {
+                break;
+            }
         }
-        if !files::read_small_file(entry.path(), MAX_FILE, &mut buf).unwrap_or(false) {
-            continue;
-        }
-        if files::is_binary(&buf) {
-            continue;
-        }
-        let mut sink = FileSink {
-            rel: &rel,
-            out: &mut out,
-        };
-        // An error from one file (it cannot happen on a slice) skips that file.
-        let _ = searcher.search_slice(&matcher, &buf, &mut sink);
-        if out.stopped {
-            break;
+        let paths: Vec<String> = batch.iter().map(|(abs, _)| abs.clone()).collect();
+        for ((_, rel), content) in batch.iter().zip(bulk::read_files(&paths, MAX_FILE)) {
+            // Too large or unreadable files are skipped.
+            let Content::Data(buf) = content else { continue };
+            if required.as_ref().is_some_and(|r| !r.may_match(&buf)) || files::is_binary(&buf) {
+                continue;
+            }
+            let mut sink = FileSink { rel, out: &mut out };
+            // An error from one file (it cannot happen on a slice) skips that file.
+            let _ = searcher.search_slice(&matcher, &buf, &mut sink);
+            if out.stopped {
+                break;
+            }
         }
     }
     Ok(out.finish(pattern))

@@ -16,6 +16,7 @@ pub mod glob;
 pub mod grep;
 pub mod ledger;
 pub mod list_dir;
+pub mod literals;
 pub mod read_file;
 pub mod walk;
 pub mod write_file;

@@ -1,0 +1,108 @@
+//! A fast necessary condition for grep: the literals every match must start
+//! (or end) with, found with `memmem` before the regex engine sees a file.
+//!
+//! Why: inside the component there is no SSSE3/AVX2, so the regex crate's
+//! Teddy prefilter for several literals is unavailable and an alternation such
+//! as `foo|bar` falls back to a byte-at-a-time automaton over every file. A few
+//! `memmem` passes reject the files that cannot match (nearly all of them) at
+//! memory speed; only the rest are searched in full, so the output is exactly
+//! what the regex alone would give.
+
+use memchr::memmem::Finder;
+use regex_syntax::hir::literal::{ExtractKind, Extractor};
+
+/// At most this many literals are tried; beyond that the regex's own
+/// automaton is no slower.
+const MAX_LITERALS: usize = 8;
+
+/// Literals shorter than this reject too little to pay for the pass.
+const MIN_LEN: usize = 3;
+
+/// The literals one of which occurs in every file with a match.
+pub struct RequiredLiterals {
+    finders: Vec<Finder<'static>>,
+}
+
+impl RequiredLiterals {
+    /// The required literals of `pattern`, when it has a small, finite set
+    /// of useful ones (as a prefix or a suffix set); `None` means every file
+    /// must be searched.
+    pub fn of(pattern: &str) -> Option<RequiredLiterals> {
+        let hir = regex_syntax::parse(pattern).ok()?;
+        let best = [ExtractKind::Prefix, ExtractKind::Suffix]
+            .into_iter()
+            .filter_map(|kind| {
+                let seq = Extractor::new().kind(kind).extract(&hir);
+                let literals: Vec<Vec<u8>> = seq.literals()?.iter().map(|l| l.as_bytes().to_vec()).collect();
+                let shortest = literals.iter().map(Vec::len).min()?;
+                (literals.len() <= MAX_LITERALS && shortest >= MIN_LEN).then_some((shortest, literals))
+            })
+            .max_by_key(|(shortest, literals)| (*shortest, std::cmp::Reverse(literals.len())))?;
+        Some(RequiredLiterals {
+            finders: best.1.iter().map(|l| Finder::new(l).into_owned()).collect(),
+        })
+    }
+
+    /// Whether `haystack` contains one of the literals (and so may match).
+    pub fn may_match(&self, haystack: &[u8]) -> bool {
+        self.finders.iter().any(|f| f.find(haystack).is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn literals(pattern: &str) -> Option<Vec<String>> {
+        RequiredLiterals::of(pattern).map(|r| {
+            r.finders
+                .iter()
+                .map(|f| String::from_utf8_lossy(f.needle()).into_owned())
+                .collect()
+        })
+    }
+
+    #[test]
+    fn alternations_and_classes_give_their_literals() {
+        assert_eq!(literals("foo|barbaz"), Some(vec!["foo".into(), "barbaz".into()]));
+        assert_eq!(
+            literals("zq[x]jv_|fn iota"),
+            Some(vec!["zqxjv_".into(), "fn iota".into()])
+        );
+        assert_eq!(literals(r"\w+_marker"), Some(vec!["_marker".into()]));
+    }
+
+    #[test]
+    fn patterns_without_a_useful_set_search_everything() {
+        assert_eq!(literals(r"\w+"), None);
+        assert_eq!(literals("a|b"), None, "too short to pay");
+        assert_eq!(literals("x.*y"), None);
+        assert_eq!(literals("(?i)abcdefgh"), None, "2^8 case variants");
+        assert_eq!(literals("("), None, "invalid patterns are refused elsewhere");
+    }
+
+    #[test]
+    fn a_file_without_any_literal_cannot_match() {
+        let r = RequiredLiterals::of("foo|barbaz").unwrap();
+        assert!(r.may_match(b"xx barbaz"));
+        assert!(r.may_match(b"food"));
+        assert!(!r.may_match(b"fo o bar baz"));
+        // Sound against the regex itself, over a few haystacks.
+        for pattern in ["foo|barbaz", r"\w+_marker", "ab(c|d)ef", "(?i)abc"] {
+            let re = regex::bytes::Regex::new(pattern).unwrap();
+            let Some(r) = RequiredLiterals::of(pattern) else {
+                continue;
+            };
+            for hay in [
+                &b"abcef abdef"[..],
+                b"x_marker",
+                b"ABC",
+                b"aBc",
+                b"nothing here",
+                b"foo",
+            ] {
+                assert!(!re.is_match(hay) || r.may_match(hay), "{pattern} on {hay:?}");
+            }
+        }
+    }
+}

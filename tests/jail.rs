@@ -272,3 +272,61 @@ fn a_read_write_race_against_symlink_swaps_leaks_nothing() {
     );
     assert!(served > 0, "some calls ran against the inside file ({calls} calls)");
 }
+
+/// `iota:toolset/files` read-files, attacked directly by a component: every
+/// way out of the root is unreadable, a FIFO does not block, limits hold.
+#[test]
+fn bulk_reads_stay_inside_the_root() {
+    let p = project().config(&format!(
+        "toolsets:\n  hostile:\n    path: {}/hostile.wasm\n    grant: [process]\nagents:\n  a:\n    tools:\n      hostile:\n",
+        support::COMPONENTS
+    ));
+    let (root, outside) = (p.root().to_path_buf(), p.outside().to_path_buf());
+    p.write("inside.txt", "inside");
+    p.write("big.txt", "0123456789");
+    symlink(outside.join("secret.txt"), root.join("abs-link")).unwrap();
+    let outside_name = outside.file_name().unwrap().to_string_lossy().into_owned();
+    symlink(format!("../{outside_name}/secret.txt"), root.join("rel-link")).unwrap();
+    symlink(&outside, root.join("dir-link")).unwrap();
+    symlink("inside.txt", root.join("in-link")).unwrap();
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(root.join("pipe"))
+            .status()
+            .unwrap()
+            .success()
+    );
+    let at = |rel: &str| root.join(rel).to_string_lossy().into_owned();
+    let paths = vec![
+        at("inside.txt"),
+        format!("{}/../{outside_name}/secret.txt", root.display()),
+        outside.join("secret.txt").to_string_lossy().into_owned(),
+        at("abs-link"),
+        at("rel-link"),
+        at("dir-link/secret.txt"),
+        at("pipe"),
+        root.to_string_lossy().into_owned(),
+        at("big.txt"),
+        "/proc/self/environ".to_string(),
+        "relative.txt".to_string(),
+        at("in-link"),
+    ];
+    let started = std::time::Instant::now();
+    let r = p.call("bulk", json!({ "paths": paths, "max": 9 }));
+    assert!(started.elapsed() < std::time::Duration::from_secs(20), "a read blocked");
+    assert_no_leak(&r.text, &p);
+    let lines: Vec<&str> = r.text.lines().collect();
+    assert_eq!(lines.len(), paths.len(), "{}", r.text);
+    assert_eq!(lines[0], "data: inside");
+    for (i, line) in lines.iter().enumerate().skip(1).take(7) {
+        assert!(line.starts_with("unreadable: "), "{}: {line}", paths[i]);
+    }
+    assert_eq!(lines[8], "too large: 10");
+    assert!(lines[9].starts_with("unreadable: "), "{}", lines[9]);
+    assert!(lines[10].starts_with("unreadable: "), "{}", lines[10]);
+    assert_eq!(
+        lines[11], "data: inside",
+        "a relative symlink inside the root is followed"
+    );
+    assert_eq!(std::fs::read_to_string(outside.join("secret.txt")).unwrap(), SECRET);
+}

@@ -4,7 +4,7 @@
 //! A component's imports are its requested capabilities. [`requested`] reads
 //! them; [`check_grants`] refuses a component that asks for more than its
 //! config grants — before it is ever instantiated. Each capability's host side
-//! is one module: `fs` (WASI preopens of the project root), `ui`, `session`,
+//! is one module: `fs` (WASI preopens of the project root, bulk reads), `ui`, `session`,
 //! `process`.
 
 pub mod fs;
@@ -39,6 +39,8 @@ pub struct CallState {
     pub(crate) ui: Arc<dyn ui::Ui>,
     /// The sandbox runner behind `process`, when granted.
     pub(crate) process: Option<Arc<crate::shell::ShellToolset>>,
+    /// The preopens `files.read-files` reads through (empty without access).
+    pub(crate) bulk_roots: Vec<fs::BulkRoot>,
 }
 
 impl WasiView for CallState {
@@ -119,6 +121,7 @@ fn classify(name: &str) -> Import {
         "iota:toolset/ui" => Import::Capability(Capability::Ui, owned),
         "iota:toolset/session" => Import::Capability(Capability::Session, owned),
         "iota:toolset/process" => Import::Capability(Capability::Process, owned),
+        "iota:toolset/files" => Import::Capability(Capability::FsRead, owned),
         i if i.starts_with("wasi:filesystem/") => Import::Capability(Capability::FsRead, owned),
         i if ["wasi:io/", "wasi:clocks/", "wasi:random/", "wasi:cli/"]
             .iter()

@@ -149,7 +149,8 @@ impl WasmToolset {
             .stdout(stdout.clone())
             .stderr(stderr.clone());
         caps::disable_network(&mut builder);
-        fs::preopen(&mut builder, &self.root, &self.read_dirs, access).map_err(|e| format!("{e:#}"))?;
+        let bulk_roots =
+            fs::preopen(&mut builder, &self.root, &self.read_dirs, access).map_err(|e| format!("{e:#}"))?;
         let state = CallState {
             wasi: builder.build(),
             table: Default::default(),
@@ -161,6 +162,7 @@ impl WasmToolset {
             session: session.clone(),
             ui: ui.clone(),
             process: self.process.clone(),
+            bulk_roots,
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|s| &mut s.limiter);

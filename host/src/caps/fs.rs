@@ -1,4 +1,5 @@
-//! The filesystem capability: WASI preopens of the project root.
+//! The filesystem capability: WASI preopens of the project root, and
+//! `iota:toolset/files`, whole-file reads in bulk through the same jail.
 //!
 //! The root is preopened both at `.` and at its absolute path, so a guest can
 //! use the absolute paths it reports to the model. wasmtime's preopen refuses
@@ -6,9 +7,16 @@
 //! symlink whose target is outside (even an absolute one pointing back in) —
 //! which is stricter than the spec's lexical jail and is kept deliberately.
 
+use super::CallState;
+use super::bindings::iota::toolset::files::{Content, Host};
 use anyhow::{Context as _, Result};
-use std::path::Path;
+use cap_primitives::fs::{OpenOptions, OpenOptionsExt};
+use std::io::Read;
+use std::path::{Path, PathBuf};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+
+/// Data one `read-files` answer carries at most (beyond its first file).
+pub const BULK_BUDGET: u64 = 16 << 20;
 
 /// What a call may do to the project root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,16 +29,24 @@ pub enum FsAccess {
     ReadWrite,
 }
 
+/// A preopened directory as `read-files` sees it: where the guest sees it,
+/// and a handle every open is resolved beneath.
+pub struct BulkRoot {
+    at: PathBuf,
+    dir: std::fs::File,
+}
+
 /// Adds the preopens for `access` to `builder`: the root, and `read_dirs`
-/// read-only at their absolute paths.
+/// read-only at their absolute paths. Returns the same directories for
+/// `read-files` (none without access).
 pub fn preopen(
     builder: &mut WasiCtxBuilder,
     root: &Path,
     read_dirs: &[std::path::PathBuf],
     access: FsAccess,
-) -> Result<()> {
+) -> Result<Vec<BulkRoot>> {
     let perms = match access {
-        FsAccess::None => return Ok(()),
+        FsAccess::None => return Ok(Vec::new()),
         FsAccess::ReadOnly => FsPerms::ReadOnly,
         FsAccess::ReadWrite => FsPerms::ReadWrite,
     };
@@ -47,5 +63,74 @@ pub fn preopen(
             .map_err(anyhow::Error::from)
             .with_context(|| format!("cannot open {}", dir.display()))?;
     }
-    Ok(())
+    std::iter::once(root)
+        .chain(read_dirs.iter().map(PathBuf::as_path))
+        .map(|at| {
+            let dir = cap_primitives::fs::open_ambient_dir(at, cap_primitives::ambient_authority())
+                .with_context(|| format!("cannot open {}", at.display()))?;
+            Ok(BulkRoot {
+                at: at.to_path_buf(),
+                dir,
+            })
+        })
+        .collect()
+}
+
+impl Host for CallState {
+    fn read_files(&mut self, paths: Vec<String>, max_size: u64) -> Vec<Content> {
+        let mut answer = Vec::with_capacity(paths.len());
+        let mut carried = 0u64;
+        for path in paths {
+            if !answer.is_empty() && carried >= BULK_BUDGET {
+                break;
+            }
+            let content = read_whole(&self.bulk_roots, Path::new(&path), max_size);
+            if let Content::Data(data) = &content {
+                carried += data.len() as u64;
+            }
+            answer.push(content);
+        }
+        answer
+    }
+}
+
+/// One file, whole, through the preopen it lies in. The open is resolved
+/// beneath that directory by cap-std (as WASI's are): `..` or a symlink that
+/// leaves it fails, whatever the path says.
+fn read_whole(roots: &[BulkRoot], path: &Path, max_size: u64) -> Content {
+    let unreadable = |why: &str| Content::Unreadable(why.to_string());
+    let Some((root, relative)) = roots
+        .iter()
+        .find_map(|r| path.strip_prefix(&r.at).ok().map(|rel| (r, rel)))
+    else {
+        return unreadable("outside the project root");
+    };
+    if relative.as_os_str().is_empty() {
+        return unreadable("is a directory");
+    }
+    let mut options = OpenOptions::new();
+    // Non-blocking: a FIFO swapped in after any check must not hang the call.
+    options.read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    let mut file = match cap_primitives::fs::open(&root.dir, relative, &options) {
+        Ok(file) => file,
+        Err(e) => return Content::Unreadable(e.to_string()),
+    };
+    let meta = match file.metadata() {
+        Ok(meta) => meta,
+        Err(e) => return Content::Unreadable(e.to_string()),
+    };
+    if !meta.is_file() {
+        return unreadable("not a regular file");
+    }
+    if meta.len() > max_size {
+        return Content::TooLarge(meta.len());
+    }
+    // Exactly the size stat gave (plus one byte to see growth); a file that
+    // grew past the limit since is too large, as a fresh stat would say.
+    let mut data = Vec::with_capacity(meta.len() as usize + 1);
+    match (&mut file).take(max_size + 1).read_to_end(&mut data) {
+        Ok(_) if data.len() as u64 > max_size => Content::TooLarge(data.len() as u64),
+        Ok(_) => Content::Data(data),
+        Err(e) => Content::Unreadable(e.to_string()),
+    }
 }

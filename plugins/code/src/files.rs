@@ -27,25 +27,6 @@ pub fn read_up_to(file: &mut File, len: u64, limit: u64, buf: &mut Vec<u8>) -> i
     Ok(())
 }
 
-/// Reads `path` into `buf` (cleared first, capacity kept) when it is at most
-/// `limit` bytes long; returns false, having read nothing, when it is larger.
-///
-/// One `stat` on the open file sizes the read exactly: WASI hosts allocate
-/// (and zero) a buffer as large as each read request, so asking for more
-/// than the file holds is expensive. Reading through `Take` uses the generic
-/// reader, which skips the extra stat and seek `File::read_to_end` makes.
-pub fn read_small_file(path: &Path, limit: u64, buf: &mut Vec<u8>) -> io::Result<bool> {
-    let file = File::open(path)?;
-    let len = file.metadata()?.len();
-    buf.clear();
-    if len > limit {
-        return Ok(false);
-    }
-    buf.reserve(len as usize + 1);
-    file.take(limit + 1).read_to_end(buf)?;
-    Ok(buf.len() as u64 <= limit)
-}
-
 /// A file argument resolved inside the jail, with its `stat` result.
 pub struct Target {
     /// The path as the model wrote it.

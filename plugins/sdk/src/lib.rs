@@ -16,6 +16,7 @@
 #![deny(missing_docs)]
 
 pub mod args;
+pub mod bulk;
 pub mod config;
 pub mod jail;
 pub mod output;

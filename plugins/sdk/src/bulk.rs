@@ -1,0 +1,54 @@
+//! Whole files in bulk: the host's `iota:toolset/files` inside a component,
+//! `std::fs` natively (benchmarks, unit tests).
+//!
+//! A component that reads many files (grep over a tree) pays a dozen WASI
+//! calls per file through the preopen; one `read-files` call reads a batch.
+
+pub use crate::bindings::iota::toolset::files::Content;
+
+/// Reads every path (absolute, inside the project root or a read-only
+/// directory), each whole when at most `max_size` bytes; one answer per path,
+/// in order.
+pub fn read_files(paths: &[String], max_size: u64) -> Vec<Content> {
+    let mut answers = Vec::with_capacity(paths.len());
+    while answers.len() < paths.len() {
+        let batch = read_some(&paths[answers.len()..], max_size);
+        // The host answers at least one path; an empty answer would loop.
+        assert!(!batch.is_empty(), "read-files answered nothing");
+        answers.extend(batch);
+    }
+    answers
+}
+
+#[cfg(target_arch = "wasm32")]
+fn read_some(paths: &[String], max_size: u64) -> Vec<Content> {
+    crate::bindings::iota::toolset::files::read_files(paths, max_size)
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+fn read_some(paths: &[String], max_size: u64) -> Vec<Content> {
+    use std::io::Read;
+    paths
+        .iter()
+        .map(|path| {
+            let read = || -> std::io::Result<Content> {
+                let file = std::fs::File::open(path)?;
+                let meta = file.metadata()?;
+                if !meta.is_file() {
+                    return Ok(Content::Unreadable("not a regular file".into()));
+                }
+                if meta.len() > max_size {
+                    return Ok(Content::TooLarge(meta.len()));
+                }
+                let mut data = Vec::with_capacity(meta.len() as usize + 1);
+                file.take(max_size + 1).read_to_end(&mut data)?;
+                Ok(if data.len() as u64 > max_size {
+                    Content::TooLarge(data.len() as u64)
+                } else {
+                    Content::Data(data)
+                })
+            };
+            read().unwrap_or_else(|e| Content::Unreadable(e.to_string()))
+        })
+        .collect()
+}

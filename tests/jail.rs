@@ -329,4 +329,34 @@ fn bulk_reads_stay_inside_the_root() {
         "a relative symlink inside the root is followed"
     );
     assert_eq!(std::fs::read_to_string(outside.join("secret.txt")).unwrap(), SECRET);
+
+    // list-dir: the root lists, every way out is refused.
+    std::fs::create_dir(root.join("sub")).unwrap();
+    let dirs = vec![
+        root.to_string_lossy().into_owned(),
+        at("sub"),
+        format!("{}/../{outside_name}", root.display()),
+        outside.to_string_lossy().into_owned(),
+        at("dir-link"),
+        at("abs-link"),
+        "/".to_string(),
+        "/etc".to_string(),
+        at("sub/../.."),
+    ];
+    let r = p.call("listdir", json!({ "paths": dirs }));
+    assert!(
+        !r.text.contains("secret.txt"),
+        "an outside directory was listed: {}",
+        r.text
+    );
+    let lines: Vec<&str> = r.text.lines().collect();
+    assert_eq!(lines.len(), dirs.len(), "{}", r.text);
+    assert_eq!(
+        lines[0],
+        "listed: abs-link big.txt dir-link in-link inside.txt pipe rel-link sub"
+    );
+    assert_eq!(lines[1], "listed: ");
+    for (i, line) in lines.iter().enumerate().skip(2) {
+        assert!(line.starts_with("refused: "), "{}: {line}", dirs[i]);
+    }
 }

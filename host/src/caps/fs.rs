@@ -8,7 +8,7 @@
 //! which is stricter than the spec's lexical jail and is kept deliberately.
 
 use super::CallState;
-use super::bindings::iota::toolset::files::{Content, Host};
+use super::bindings::iota::toolset::files::{Content, Entry, Host, Kind};
 use anyhow::{Context as _, Result};
 use cap_primitives::fs::{OpenOptions, OpenOptionsExt};
 use std::io::Read;
@@ -92,6 +92,39 @@ impl Host for CallState {
         }
         answer
     }
+
+    fn list_dir(&mut self, path: String) -> Result<Vec<Entry>, String> {
+        let (root, relative) = beneath(&self.bulk_roots, Path::new(&path)).ok_or("outside the project root")?;
+        let dir = if relative.as_os_str().is_empty() {
+            root.dir.try_clone()
+        } else {
+            cap_primitives::fs::open_dir(&root.dir, relative)
+        }
+        .map_err(|e| e.to_string())?;
+        let entries = cap_primitives::fs::read_base_dir(&dir).map_err(|e| e.to_string())?;
+        Ok(entries
+            .filter_map(Result::ok)
+            .map(|entry| {
+                let kind = match entry.file_type() {
+                    Ok(t) if t.is_symlink() => Kind::Symlink,
+                    Ok(t) if t.is_dir() => Kind::Directory,
+                    Ok(t) if t.is_file() => Kind::File,
+                    _ => Kind::Other,
+                };
+                Entry {
+                    name: entry.file_name().to_string_lossy().into_owned(),
+                    kind,
+                }
+            })
+            .collect())
+    }
+}
+
+/// The preopen `path` lies in, and the path relative to it.
+fn beneath<'a>(roots: &'a [BulkRoot], path: &'a Path) -> Option<(&'a BulkRoot, &'a Path)> {
+    roots
+        .iter()
+        .find_map(|r| path.strip_prefix(&r.at).ok().map(|rel| (r, rel)))
 }
 
 /// One file, whole, through the preopen it lies in. The open is resolved
@@ -99,10 +132,7 @@ impl Host for CallState {
 /// leaves it fails, whatever the path says.
 fn read_whole(roots: &[BulkRoot], path: &Path, max_size: u64) -> Content {
     let unreadable = |why: &str| Content::Unreadable(why.to_string());
-    let Some((root, relative)) = roots
-        .iter()
-        .find_map(|r| path.strip_prefix(&r.at).ok().map(|rel| (r, rel)))
-    else {
+    let Some((root, relative)) = beneath(roots, path) else {
         return unreadable("outside the project root");
     };
     if relative.as_os_str().is_empty() {

@@ -48,23 +48,22 @@ fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
 
     let mut found: Vec<(SystemTime, String)> = Vec::new();
     for entry in walk::entries(&ctx.jail, &start) {
-        let Some(file_type) = entry.file_type() else { continue };
-        if file_type.is_dir() {
+        if entry.is_dir() {
             continue;
         }
-        let rel = ctx.jail.relative(entry.path());
+        let rel = ctx.jail.relative(&entry.path);
         if !matcher.is_match(&rel) {
             continue;
         }
         // A symlink counts when it leads to a file inside the root; one that
         // leads out (or nowhere) is skipped, so no outside path is ever listed.
-        let meta = if file_type.is_symlink() {
-            match std::fs::metadata(entry.path()) {
-                Ok(meta) if meta.is_file() => entry.metadata().ok(),
+        let meta = if entry.is_symlink() {
+            match std::fs::metadata(&entry.path) {
+                Ok(meta) if meta.is_file() => std::fs::symlink_metadata(&entry.path).ok(),
                 _ => continue,
             }
-        } else if file_type.is_file() {
-            entry.metadata().ok()
+        } else if entry.is_file() {
+            std::fs::symlink_metadata(&entry.path).ok()
         } else {
             continue;
         };

@@ -101,10 +101,10 @@ fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
     while walk.peek().is_some() && !out.stopped {
         batch.clear();
         for entry in walk.by_ref() {
-            if !entry.file_type().is_some_and(|t| t.is_file()) {
+            if !entry.is_file() {
                 continue;
             }
-            let rel = ctx.jail.relative(entry.path());
+            let rel = ctx.jail.relative(&entry.path);
             if let Some((glob, whole_path)) = &include {
                 let subject = if *whole_path {
                     rel.as_str()
@@ -115,7 +115,7 @@ fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
                     continue;
                 }
             }
-            batch.push((entry.path().to_string_lossy().into_owned(), rel));
+            batch.push((entry.path.to_string_lossy().into_owned(), rel));
             if batch.len() == BATCH {
                 break;
             }

@@ -1,10 +1,10 @@
-//! Whole files in bulk: the host's `iota:toolset/files` inside a component,
+//! Whole files and directory listings in bulk: the host's `iota:toolset/files` inside a component,
 //! `std::fs` natively (benchmarks, unit tests).
 //!
 //! A component that reads many files (grep over a tree) pays a dozen WASI
 //! calls per file through the preopen; one `read-files` call reads a batch.
 
-pub use crate::bindings::iota::toolset::files::Content;
+pub use crate::bindings::iota::toolset::files::{Content, Entry, Kind};
 
 /// Reads every path (absolute, inside the project root or a read-only
 /// directory), each whole when at most `max_size` bytes; one answer per path,
@@ -18,6 +18,33 @@ pub fn read_files(paths: &[String], max_size: u64) -> Vec<Content> {
         answers.extend(batch);
     }
     answers
+}
+
+/// The entries of the directory at `path` (absolute, inside the project root
+/// or a read-only directory), in no particular order; a symlink is reported
+/// as one, never followed.
+pub fn list_dir(path: &str) -> Result<Vec<Entry>, String> {
+    #[cfg(target_arch = "wasm32")]
+    return crate::bindings::iota::toolset::files::list_dir(path);
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let entries = std::fs::read_dir(path).map_err(|e| e.to_string())?;
+        Ok(entries
+            .filter_map(Result::ok)
+            .map(|entry| {
+                let kind = match entry.file_type() {
+                    Ok(t) if t.is_symlink() => Kind::Symlink,
+                    Ok(t) if t.is_dir() => Kind::Directory,
+                    Ok(t) if t.is_file() => Kind::File,
+                    _ => Kind::Other,
+                };
+                Entry {
+                    name: entry.file_name().to_string_lossy().into_owned(),
+                    kind,
+                }
+            })
+            .collect())
+    }
 }
 
 #[cfg(target_arch = "wasm32")]

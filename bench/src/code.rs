@@ -1,0 +1,323 @@
+//! The code toolset against its native peers, side by side in one run.
+//!
+//! Corpora: (a) the cargo registry sources on this machine, (b) a generated
+//! tree of 20,000 files (fixed seed). Contenders for each operation: our tool
+//! through the real component in process (the path iota takes), the same tool
+//! code built natively, the command-line peer (`rg`, `fd`, `ls`), and
+//! yoagent's tools (`search` runs rg or grep underneath, `list_files` runs
+//! find). Then a small read_file in process and `iota-host call` end to end
+//! (warm compile cache, and the cold first run) with peak RSS.
+//!
+//! Patterns match rarely, so every contender scans the whole tree (our tools
+//! stop at 100 matches; rg and fd do not).
+
+use crate::report::Report;
+use crate::timing::{median, median_command, mib};
+use crate::tree;
+use iota_host::agent::AgentTools;
+use iota_host::caps::ui::{NoUi, Ui};
+use iota_host::config::Config;
+use iota_host::engine::Engine;
+use iota_host::round::Call;
+use iota_host::session::Session;
+use iota_toolset::jail::Jail;
+use iota_toolset::session::MemorySession;
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Runs of each in-process operation (the median is reported).
+const RUNS: usize = 7;
+/// A pattern with two alternatives: the regex engine's slow case in Wasm.
+const ALTERNATION: &str = "zq[x]jv_never_|fn iota_bench_marker";
+/// A plain identifier, what a model greps for most.
+const LITERAL: &str = "iota_bench_marker_never";
+/// The glob every contender runs.
+const GLOB: &str = "*.toml";
+
+/// Runs every code-toolset measurement into `report`.
+pub fn run(report: &mut Report, iota_host: &Path) {
+    let peers = Peers::find(report);
+    if let Some(registry) = registry_sources() {
+        corpus(report, "cargo registry sources", &registry, &peers, iota_host);
+    } else {
+        report.line("\n(no cargo registry sources on this machine: corpus (a) left out)");
+    }
+    let generated = tree::generate(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/tmp/bench-tree-20k"));
+    corpus(report, "generated tree, 20,000 files", &generated, &peers, iota_host);
+    small_calls(report, &generated, iota_host);
+}
+
+fn registry_sources() -> Option<PathBuf> {
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cargo")))?;
+    let src = cargo_home.join("registry").join("src");
+    src.is_dir().then(|| std::fs::canonicalize(src).unwrap())
+}
+
+/// The command-line peers found on PATH.
+struct Peers {
+    rg: Option<&'static str>,
+    fd: Option<&'static str>,
+}
+
+impl Peers {
+    fn find(report: &mut Report) -> Peers {
+        let has = |name: &str| {
+            Command::new(name)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        let peers = Peers {
+            rg: has("rg").then_some("rg"),
+            fd: ["fd", "fdfind"].into_iter().find(|n| has(n)),
+        };
+        if peers.rg.is_none() || peers.fd.is_none() {
+            report.line("\n(rg or fd missing: apt-get install ripgrep fd-find for every peer column)");
+        }
+        peers
+    }
+}
+
+/// Our tools through the component, in process, as iota runs them.
+struct Component {
+    tools: AgentTools,
+    session: Arc<Session>,
+    ui: Arc<dyn Ui>,
+}
+
+impl Component {
+    fn load(root: &Path) -> Component {
+        let config = Config::parse("agents:\n  b:\n    tools:\n      code:\n", "bench", Path::new(".")).unwrap();
+        let ui: Arc<dyn Ui> = Arc::new(NoUi);
+        let engine = Engine::new().unwrap();
+        let (tools, _) = AgentTools::load(&engine, &config, config.agent(None).unwrap(), root, &ui).unwrap();
+        Component {
+            tools,
+            session: Arc::new(Session::new()),
+            ui,
+        }
+    }
+
+    fn call(&self, tool: &str, args: &Value) -> String {
+        let call = Call {
+            tool: tool.into(),
+            args: args.to_string(),
+        };
+        let outcome = self.tools.call(&self.session, &self.ui, &call);
+        assert!(!outcome.result.is_error, "{tool}: {}", outcome.result.text);
+        outcome.result.text
+    }
+}
+
+/// The same tool code, built natively.
+fn native(root: &Path, tool: &str, args: &Value) {
+    let session = MemorySession::default();
+    let ctx = iota_code::Ctx {
+        jail: Jail::new(root),
+        session: &session,
+    };
+    let result = iota_code::invoke(&ctx, &iota_code::CodeConfig::default(), tool, &args.to_string());
+    assert!(!result.is_error, "{tool}: {}", result.text);
+}
+
+/// yoagent's tools, in process on a Tokio runtime.
+struct Yoagent {
+    runtime: tokio::runtime::Runtime,
+}
+
+impl Yoagent {
+    fn new() -> Yoagent {
+        Yoagent {
+            runtime: tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap(),
+        }
+    }
+
+    fn call(&self, tool: &dyn yoagent::types::AgentTool, args: Value) {
+        let ctx = yoagent::types::ToolContext::new("bench", tool.name());
+        let result = self.runtime.block_on(tool.execute(args, ctx));
+        assert!(result.is_ok(), "yoagent {}: {:?}", tool.name(), result.err());
+    }
+}
+
+fn peer_time(program: Option<&str>, args: &[&str], cwd: &Path) -> Option<Duration> {
+    let program = program?;
+    Some(
+        median_command(RUNS, || {
+            let mut cmd = Command::new(program);
+            cmd.args(args).current_dir(cwd);
+            cmd
+        })
+        .0,
+    )
+}
+
+fn corpus(report: &mut Report, name: &str, root: &Path, peers: &Peers, iota_host: &Path) {
+    let ours = Component::load(root);
+    let yoagent = Yoagent::new();
+    let search = yoagent::tools::SearchTool::new().with_root(root.to_string_lossy());
+    let list_files = yoagent::tools::ListFilesTool::new();
+    let at = root.to_string_lossy().into_owned();
+    let files = tree::count_files(root);
+    report.table(&format!(
+        "{name}: {files} files, {}",
+        human_size(tree::total_size(root))
+    ));
+
+    for (label, pattern) in [("grep, literal", LITERAL), ("grep, alternation", ALTERNATION)] {
+        let args = json!({ "pattern": pattern });
+        let time = median(RUNS, || {
+            ours.call("grep", &args);
+        });
+        let rg = |extra: &[&str]| {
+            let mut rg_args = vec!["-uu", "-n", "--no-heading"];
+            rg_args.extend_from_slice(extra);
+            rg_args.extend_from_slice(&["-e", pattern, "."]);
+            peer_time(peers.rg, &rg_args, root)
+        };
+        report.row(label, time, "rg -j1", rg(&["-j1"]));
+        report.row(label, time, "rg (2 threads)", rg(&[]));
+        report.row(
+            label,
+            time,
+            "same code, native",
+            Some(median(RUNS, || native(root, "grep", &args))),
+        );
+        let yo = median(RUNS, || {
+            yoagent.call(&search, json!({ "pattern": pattern, "case_sensitive": true }))
+        });
+        report.row(label, time, "yoagent search", Some(yo));
+    }
+    report.line(
+        "| grep, files with matches | — | rg -l | — | not a mode of the spec's grep (its output is path:line: text) |",
+    );
+
+    let args = json!({ "pattern": GLOB });
+    let time = median(RUNS, || {
+        ours.call("glob", &args);
+    });
+    report.row(
+        "glob",
+        time,
+        "fd -uu -g",
+        peer_time(peers.fd, &["-uu", "-g", GLOB, "."], root),
+    );
+    report.row(
+        "glob",
+        time,
+        "same code, native",
+        Some(median(RUNS, || native(root, "glob", &args))),
+    );
+    let yo = median(RUNS, || {
+        yoagent.call(&list_files, json!({ "path": at, "pattern": GLOB, "max_depth": 64 }))
+    });
+    report.row("glob", time, "yoagent list_files", Some(yo));
+
+    // list_dir on the widest directory of the corpus.
+    let (dir, entries) = tree::widest_dir(root);
+    let rel = dir.strip_prefix(root).unwrap().to_string_lossy().into_owned();
+    let label = format!("list_dir ({entries} entries)");
+    let args = json!({ "path": if rel.is_empty() { ".".to_string() } else { rel.clone() } });
+    let time = median(RUNS, || {
+        ours.call("list_dir", &args);
+    });
+    report.row(
+        &label,
+        time,
+        "ls -la",
+        peer_time(Some("ls"), &["-la", dir.to_str().unwrap()], root),
+    );
+    report.row(
+        &label,
+        time,
+        "same code, native",
+        Some(median(RUNS, || native(root, "list_dir", &args))),
+    );
+    let yo = median(RUNS, || {
+        yoagent.call(&list_files, json!({ "path": dir.to_string_lossy(), "max_depth": 1 }))
+    });
+    report.row(&label, time, "yoagent list_files", Some(yo));
+
+    // The product as an agent runs it: one process per call, compile cache warm.
+    let (time, rss) = median_command(3, || {
+        let mut cmd = Command::new(iota_host);
+        cmd.arg("--root")
+            .arg(root)
+            .args(["call", "grep", &json!({"pattern": ALTERNATION}).to_string()]);
+        cmd
+    });
+    let rg = peers.rg.map(|rg| {
+        median_command(3, || {
+            let mut cmd = Command::new(rg);
+            cmd.args(["-uu", "-n", "-e", ALTERNATION, "."]).current_dir(root);
+            cmd
+        })
+    });
+    report.row(
+        &format!("`iota-host call grep`, end to end (peak RSS {})", mib(rss)),
+        time,
+        &format!("rg (peak RSS {})", mib(rg.and_then(|r| r.1))),
+        rg.map(|r| r.0),
+    );
+}
+
+fn small_calls(report: &mut Report, root: &Path, iota_host: &Path) {
+    let ours = Component::load(root);
+    let file = "d000/f00001.rs";
+    let args = json!({ "path": file });
+    report.table("small read_file (one 1 KB file)");
+    let in_process = median(500, || {
+        ours.call("read_file", &args);
+    });
+    let native_time = median(500, || native(root, "read_file", &args));
+    report.row(
+        "read_file in process (fresh instance per call)",
+        in_process,
+        "same code, native",
+        Some(native_time),
+    );
+    let call = |cache: Option<&Path>| {
+        let mut cmd = Command::new(iota_host);
+        cmd.arg("--root")
+            .arg(root)
+            .args(["call", "read_file", &args.to_string()]);
+        if let Some(cache) = cache {
+            cmd.env("IOTA_CACHE_DIR", cache);
+        }
+        cmd
+    };
+    let (warm, rss) = median_command(30, || call(None));
+    let (cat, _) = median_command(30, || {
+        let mut cmd = Command::new("cat");
+        cmd.arg(root.join(file));
+        cmd
+    });
+    report.row(
+        &format!("`iota-host call read_file`, warm cache (peak RSS {})", mib(rss)),
+        warm,
+        "cat",
+        Some(cat),
+    );
+    // Cold: an empty compile cache, so the first call compiles code.wasm.
+    let cold_cache = tempfile::tempdir().unwrap();
+    let cold = crate::timing::run_timed(&mut call(Some(cold_cache.path())));
+    let cold_cache = tempfile::tempdir().unwrap();
+    let cold_rss = crate::timing::peak_rss(&call(Some(cold_cache.path())));
+    report.row(
+        &format!("`iota-host call read_file`, cold first run (peak RSS {})", mib(cold_rss)),
+        cold,
+        "cat",
+        Some(cat),
+    );
+}
+
+fn human_size(bytes: u64) -> String {
+    format!("{:.0} MB", bytes as f64 / 1e6)
+}

@@ -360,3 +360,40 @@ fn bulk_reads_stay_inside_the_root() {
         assert!(line.starts_with("refused: "), "{}: {line}", dirs[i]);
     }
 }
+
+/// `files.prefetch`, abused: thousands of hints (each replacing the last),
+/// duplicate paths, paths outside. The call ends, reads what it may, leaks
+/// nothing, and the prefetched content is what read-files gives.
+#[test]
+fn prefetch_hints_cannot_hang_the_host_or_widen_the_jail() {
+    let p = project().config(&format!(
+        "toolsets:\n  hostile:\n    path: {}/hostile.wasm\n    grant: [process]\nagents:\n  a:\n    tools:\n      hostile:\n",
+        support::COMPONENTS
+    ));
+    let (root, outside) = (p.root().to_path_buf(), p.outside().to_path_buf());
+    p.write("inside.txt", "inside");
+    symlink(outside.join("secret.txt"), root.join("link")).unwrap();
+    let inside = root.join("inside.txt").to_string_lossy().into_owned();
+    let mut paths = vec![
+        inside.clone(),
+        outside.join("secret.txt").to_string_lossy().into_owned(),
+        root.join("link").to_string_lossy().into_owned(),
+        inside.clone(),
+    ];
+    // Many more paths than one hint covers.
+    paths.extend((0..3000).map(|i| root.join(format!("missing-{i}")).to_string_lossy().into_owned()));
+    let started = std::time::Instant::now();
+    let r = p.call("prefetch", json!({ "paths": paths, "repeat": 2000 }));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(60),
+        "the hints stalled the call"
+    );
+    assert_no_leak(&r.text, &p);
+    let lines: Vec<&str> = r.text.lines().collect();
+    assert_eq!(lines.len(), paths.len());
+    assert_eq!(lines[0], "data: inside");
+    assert!(lines[1].starts_with("unreadable: "), "{}", lines[1]);
+    assert!(lines[2].starts_with("unreadable: "), "{}", lines[2]);
+    assert_eq!(lines[3], "data: inside", "a duplicate is read again, not waited for");
+    assert!(lines[4..].iter().all(|l| l.starts_with("unreadable: ")));
+}

@@ -40,7 +40,9 @@ pub struct CallState {
     /// The sandbox runner behind `process`, when granted.
     pub(crate) process: Option<Arc<crate::shell::ShellToolset>>,
     /// The preopens `files.read-files` reads through (empty without access).
-    pub(crate) bulk_roots: Vec<fs::BulkRoot>,
+    pub(crate) bulk_roots: Arc<Vec<fs::BulkRoot>>,
+    /// Files `files.prefetch` is reading ahead.
+    pub(crate) prefetched: Option<Arc<fs::Prefetch>>,
 }
 
 impl WasiView for CallState {

@@ -162,7 +162,8 @@ impl WasmToolset {
             session: session.clone(),
             ui: ui.clone(),
             process: self.process.clone(),
-            bulk_roots,
+            bulk_roots: Arc::new(bulk_roots),
+            prefetched: None,
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|s| &mut s.limiter);

@@ -40,9 +40,7 @@ pub struct CallState {
     /// The sandbox runner behind `process`, when granted.
     pub(crate) process: Option<Arc<crate::shell::ShellToolset>>,
     /// The preopens `files.read-files` reads through (empty without access).
-    pub(crate) bulk_roots: Arc<Vec<fs::BulkRoot>>,
-    /// Files `files.prefetch` is reading ahead.
-    pub(crate) prefetched: Option<Arc<fs::Prefetch>>,
+    pub(crate) bulk_roots: Vec<fs::BulkRoot>,
 }
 
 impl WasiView for CallState {

@@ -162,8 +162,7 @@ impl WasmToolset {
             session: session.clone(),
             ui: ui.clone(),
             process: self.process.clone(),
-            bulk_roots: Arc::new(bulk_roots),
-            prefetched: None,
+            bulk_roots,
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|s| &mut s.limiter);

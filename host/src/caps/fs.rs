@@ -11,20 +11,12 @@ use super::CallState;
 use super::bindings::iota::toolset::files::{Content, Entry, Host, Kind};
 use anyhow::{Context as _, Result};
 use cap_primitives::fs::{OpenOptions, OpenOptionsExt};
-use std::collections::{HashMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
-/// Data one `read-files` answer carries at most (beyond its first file), and
-/// one `prefetch` reads ahead at most.
+/// Data one `read-files` answer carries at most (beyond its first file).
 pub const BULK_BUDGET: u64 = 16 << 20;
-
-/// Paths one `prefetch` covers at most: a host thread a guest cannot
-/// interrupt never has more than this to do.
-pub const PREFETCH_PATHS: usize = 1024;
 
 /// What a call may do to the project root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,113 +76,7 @@ pub fn preopen(
         .collect()
 }
 
-/// Files read ahead on a background thread for `files.prefetch`.
-pub struct Prefetch {
-    max_size: u64,
-    /// The paths the thread reads.
-    covers: HashSet<String>,
-    state: Mutex<Ahead>,
-    ready: Condvar,
-    /// Replaced by a newer hint: stop reading.
-    cancelled: AtomicBool,
-}
-
-/// What the prefetch thread has done so far.
-#[derive(Default)]
-struct Ahead {
-    /// Contents read and not yet taken.
-    read: HashMap<String, Content>,
-    /// The thread is done (or died): waiting for more would be forever.
-    finished: bool,
-}
-
-/// Marks the prefetch finished however its thread ends, panics included.
-struct Finish(Arc<Prefetch>);
-
-impl Drop for Finish {
-    fn drop(&mut self) {
-        if let Ok(mut state) = self.0.state.lock() {
-            state.finished = true;
-        }
-        self.0.ready.notify_all();
-    }
-}
-
-impl Prefetch {
-    /// Starts reading `paths` (up to the budget) beneath `roots`.
-    fn start(roots: Arc<Vec<BulkRoot>>, mut paths: Vec<String>, max_size: u64) -> Arc<Prefetch> {
-        paths.truncate(PREFETCH_PATHS);
-        let prefetch = Arc::new(Prefetch {
-            max_size,
-            covers: paths.iter().cloned().collect(),
-            state: Mutex::new(Ahead::default()),
-            ready: Condvar::new(),
-            cancelled: AtomicBool::new(false),
-        });
-        let finish = Finish(prefetch.clone());
-        std::thread::spawn(move || {
-            let worker = &finish.0;
-            let mut carried = 0u64;
-            for path in paths {
-                // Past the budget, replaced, or its call over (nobody else holds
-                // it): the rest is left for read-files to read itself.
-                if carried >= BULK_BUDGET || worker.cancelled.load(Ordering::Relaxed) || Arc::strong_count(worker) == 1
-                {
-                    break;
-                }
-                let content = read_whole(&roots, Path::new(&path), max_size);
-                if let Content::Data(data) = &content {
-                    carried += data.len() as u64;
-                }
-                let Ok(mut state) = worker.state.lock() else { break };
-                state.read.insert(path, content);
-                drop(state);
-                worker.ready.notify_all();
-            }
-        });
-        prefetch
-    }
-
-    /// Stops the thread at its next file and waits for it: one prefetch
-    /// thread per call at a time, however often a guest hints.
-    fn cancel(&self) {
-        self.cancelled.store(true, Ordering::Relaxed);
-        let Ok(mut state) = self.state.lock() else { return };
-        while !state.finished {
-            match self.ready.wait(state) {
-                Ok(next) => state = next,
-                Err(_) => return,
-            }
-        }
-    }
-
-    /// The content of `path` if this prefetch reads it (waiting for the
-    /// thread to get there); `None` when it does not or did not.
-    fn take(&self, path: &str, max_size: u64) -> Option<Content> {
-        if max_size != self.max_size || !self.covers.contains(path) {
-            return None;
-        }
-        let mut state = self.state.lock().ok()?;
-        loop {
-            if let Some(content) = state.read.remove(path) {
-                return Some(content);
-            }
-            if state.finished {
-                return None;
-            }
-            state = self.ready.wait(state).ok()?;
-        }
-    }
-}
-
 impl Host for CallState {
-    fn prefetch(&mut self, paths: Vec<String>, max_size: u64) {
-        if let Some(previous) = self.prefetched.take() {
-            previous.cancel();
-        }
-        self.prefetched = Some(Prefetch::start(self.bulk_roots.clone(), paths, max_size));
-    }
-
     fn read_files(&mut self, paths: Vec<String>, max_size: u64) -> Vec<Content> {
         let mut answer = Vec::with_capacity(paths.len());
         let mut carried = 0u64;
@@ -198,8 +84,7 @@ impl Host for CallState {
             if !answer.is_empty() && carried >= BULK_BUDGET {
                 break;
             }
-            let ahead = self.prefetched.as_ref().and_then(|p| p.take(&path, max_size));
-            let content = ahead.unwrap_or_else(|| read_whole(&self.bulk_roots, Path::new(&path), max_size));
+            let content = read_whole(&self.bulk_roots, Path::new(&path), max_size);
             if let Content::Data(data) = &content {
                 carried += data.len() as u64;
             }

@@ -47,15 +47,6 @@ pub fn list_dir(path: &str) -> Result<Vec<Entry>, String> {
     }
 }
 
-/// Starts reading `paths` in the background so a later [`read_files`] of
-/// them finds them read (natively: nothing; reads happen when asked).
-pub fn prefetch(paths: &[String], max_size: u64) {
-    #[cfg(target_arch = "wasm32")]
-    crate::bindings::iota::toolset::files::prefetch(paths, max_size);
-    #[cfg(not(target_arch = "wasm32"))]
-    let _ = (paths, max_size);
-}
-
 #[cfg(target_arch = "wasm32")]
 fn read_some(paths: &[String], max_size: u64) -> Vec<Content> {
     crate::bindings::iota::toolset::files::read_files(paths, max_size)

@@ -34,7 +34,33 @@ impl Sandbox {
         let Some(bwrap) = find_on_path("bwrap") else {
             return Sandbox::Unavailable;
         };
-        let works = std::process::Command::new(&bwrap)
+        let memo = ProbeMemo::for_binary(&bwrap);
+        let works = match memo.as_ref().and_then(ProbeMemo::recall) {
+            Some(works) => works,
+            None => {
+                let works = probe(&bwrap);
+                if let Some(memo) = &memo {
+                    memo.store(works);
+                }
+                works
+            }
+        };
+        if works {
+            Sandbox::Bubblewrap(bwrap)
+        } else {
+            Sandbox::Unavailable
+        }
+    }
+
+    /// Whether commands can be sandboxed.
+    pub fn is_available(&self) -> bool {
+        !matches!(self, Sandbox::Unavailable)
+    }
+}
+
+/// Whether `bwrap` can create the namespaces the sandbox needs here.
+fn probe(bwrap: &Path) -> bool {
+    std::process::Command::new(bwrap)
             .args([
                 "--unshare-user",
                 "--unshare-pid",
@@ -51,17 +77,60 @@ impl Sandbox {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())
             .status()
-            .is_ok_and(|s| s.success());
-        if works {
-            Sandbox::Bubblewrap(bwrap)
-        } else {
-            Sandbox::Unavailable
+            .is_ok_and(|s| s.success())
+}
+
+/// The probe's answer remembered in the cache directory, so a start-up does
+/// not spawn bwrap each time (it is most of an `iota-host call`'s time). The
+/// key is the binary (path, size, mtime) and the boot, and it lives in the
+/// user's cache: an upgrade, a reboot (sysctls reset) or another user probes
+/// again. A stale "works"
+/// makes sandboxed commands fail loudly; a stale "fails" makes every command
+/// ask first; neither runs anything unsandboxed silently.
+struct ProbeMemo {
+    file: PathBuf,
+    key: String,
+}
+
+impl ProbeMemo {
+    fn for_binary(bwrap: &Path) -> Option<ProbeMemo> {
+        let meta = std::fs::metadata(bwrap).ok()?;
+        let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
+        let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+        let key = format!(
+            "{}|{}|{}|{}",
+            bwrap.display(),
+            meta.len(),
+            modified.as_nanos(),
+            boot.trim()
+        );
+        let file = crate::engine::default_cache_dir()?.join("sandbox-probe");
+        Some(ProbeMemo { file, key })
+    }
+
+    fn recall(&self) -> Option<bool> {
+        let text = std::fs::read_to_string(&self.file).ok()?;
+        let mut lines = text.lines();
+        if lines.next()? != self.key {
+            return None;
+        }
+        match lines.next()? {
+            "works" => Some(true),
+            "fails" => Some(false),
+            _ => None,
         }
     }
 
-    /// Whether commands can be sandboxed.
-    pub fn is_available(&self) -> bool {
-        !matches!(self, Sandbox::Unavailable)
+    /// Only into an existing cache directory (the compile cache makes it,
+    /// private); a memo that cannot be written is simply not kept.
+    fn store(&self, works: bool) {
+        if self.file.parent().is_some_and(Path::is_dir) {
+            let tmp = self.file.with_extension(format!("tmp{}", std::process::id()));
+            let text = format!("{}\n{}\n", self.key, if works { "works" } else { "fails" });
+            if std::fs::write(&tmp, text).is_ok() {
+                let _ = std::fs::rename(&tmp, &self.file);
+            }
+        }
     }
 }
 
@@ -205,6 +274,31 @@ pub fn find_on_path(name: &str) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_probe_memo_answers_only_for_its_own_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let memo = ProbeMemo {
+            file: dir.path().join("sandbox-probe"),
+            key: "/usr/bin/bwrap|1|2|boot-a".into(),
+        };
+        assert_eq!(memo.recall(), None);
+        memo.store(true);
+        assert_eq!(memo.recall(), Some(true));
+        memo.store(false);
+        assert_eq!(memo.recall(), Some(false));
+        let upgraded = ProbeMemo {
+            key: "/usr/bin/bwrap|1|3|boot-a".into(),
+            ..memo
+        };
+        assert_eq!(upgraded.recall(), None, "another binary or boot probes again");
+        let missing_dir = ProbeMemo {
+            file: dir.path().join("absent").join("sandbox-probe"),
+            key: "k".into(),
+        };
+        missing_dir.store(true);
+        assert_eq!(missing_dir.recall(), None, "no cache directory is created for it");
+    }
 
     fn policy() -> Policy {
         Policy {

@@ -2,6 +2,7 @@
 //! in OUT_DIR, where `embedded.rs` includes the built-ins and the tests find
 //! the fixtures. `cargo build`/`cargo test` therefore need nothing else.
 
+use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -60,6 +61,13 @@ fn main() {
     for (_, produced, name) in COMPONENTS {
         let from = target_dir.join(TARGET).join("wasm-guest").join(produced);
         std::fs::copy(&from, out.join(name)).unwrap_or_else(|e| panic!("cannot copy {}: {e}", from.display()));
+        // Its digest, so a start-up need not hash the embedded bytes to find
+        // the compile cache entry.
+        let digest: String = Sha256::digest(std::fs::read(out.join(name)).unwrap())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        std::fs::write(out.join(format!("{name}.sha256")), digest).unwrap();
     }
     println!("cargo:rustc-env=IOTA_COMPONENTS_DIR={}", out.display());
 }

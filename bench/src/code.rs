@@ -311,7 +311,10 @@ fn small_calls(report: &mut Report, root: &Path, iota_host: &Path) {
     let cold_cache = tempfile::tempdir().unwrap();
     let cold_rss = crate::timing::peak_rss(&call(Some(cold_cache.path())));
     report.row(
-        &format!("`iota-host call read_file`, cold first run (peak RSS {})", mib(cold_rss)),
+        &format!(
+            "`iota-host call read_file`, cold first run (peak RSS {})",
+            mib(cold_rss)
+        ),
         cold,
         "cat",
         Some(cat),

@@ -30,7 +30,8 @@ pub fn human(d: Duration) -> String {
 /// One run of `cmd` (stdout and stderr discarded): its wall time. Exit codes
 /// 0 and 1 (no matches) count as success.
 pub fn run_timed(cmd: &mut Command) -> Duration {
-    cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    cmd.stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
     let start = Instant::now();
     let status = cmd.status().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     let elapsed = start.elapsed();
@@ -44,7 +45,11 @@ pub fn run_timed(cmd: &mut Command) -> Duration {
 pub fn peak_rss(cmd: &Command) -> Option<f64> {
     let out = tempfile::NamedTempFile::new().ok()?;
     let mut timed = Command::new("/usr/bin/time");
-    timed.args(["-f", "%M", "-o"]).arg(out.path()).arg(cmd.get_program()).args(cmd.get_args());
+    timed
+        .args(["-f", "%M", "-o"])
+        .arg(out.path())
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
     if let Some(dir) = cmd.get_current_dir() {
         timed.current_dir(dir);
     }
@@ -54,9 +59,17 @@ pub fn peak_rss(cmd: &Command) -> Option<f64> {
             None => timed.env_remove(key),
         };
     }
-    timed.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    timed
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
     timed.status().ok()?;
-    let kib: f64 = std::fs::read_to_string(out.path()).ok()?.trim().lines().last()?.parse().ok()?;
+    let kib: f64 = std::fs::read_to_string(out.path())
+        .ok()?
+        .trim()
+        .lines()
+        .last()?
+        .parse()
+        .ok()?;
     Some(kib / 1024.0)
 }
 

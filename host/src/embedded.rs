@@ -5,13 +5,36 @@ use crate::config::Capability;
 use std::collections::BTreeSet;
 
 /// `code.wasm`: glob, grep, list_dir, read_file, edit_file, write_file.
-pub const CODE_WASM: &[u8] = include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/code.wasm"));
+pub static CODE_WASM: &[u8] = include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/code.wasm"));
 
 /// `skills.wasm`: load_skill.
-pub const SKILLS_WASM: &[u8] = include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/skills.wasm"));
+pub static SKILLS_WASM: &[u8] = include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/skills.wasm"));
 
 /// `ask.wasm`: choose, confirm.
-pub const ASK_WASM: &[u8] = include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/ask.wasm"));
+pub static ASK_WASM: &[u8] = include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/ask.wasm"));
+
+/// The sha256 build.rs computed for an embedded component's bytes (the very
+/// slice, by address), so loading a built-in does not hash megabytes.
+pub fn known_sha256(wasm: &[u8]) -> Option<&'static str> {
+    let digests: [(&[u8], &str); 3] = [
+        (
+            CODE_WASM,
+            include_str!(concat!(env!("IOTA_COMPONENTS_DIR"), "/code.wasm.sha256")),
+        ),
+        (
+            SKILLS_WASM,
+            include_str!(concat!(env!("IOTA_COMPONENTS_DIR"), "/skills.wasm.sha256")),
+        ),
+        (
+            ASK_WASM,
+            include_str!(concat!(env!("IOTA_COMPONENTS_DIR"), "/ask.wasm.sha256")),
+        ),
+    ];
+    digests
+        .into_iter()
+        .find(|(embedded, _)| std::ptr::eq(*embedded, wasm))
+        .map(|(_, digest)| digest)
+}
 
 /// A built-in Wasm toolset: its bytes and what it is granted.
 pub struct Builtin {
@@ -47,5 +70,21 @@ pub fn builtin(name: &str) -> Option<Builtin> {
             read_dirs: Vec::new(),
         }),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod digest_tests {
+    use super::*;
+    use crate::engine::sha256_hex;
+
+    #[test]
+    fn build_time_digests_match_the_embedded_bytes() {
+        for wasm in [CODE_WASM, SKILLS_WASM, ASK_WASM] {
+            assert_eq!(known_sha256(wasm), Some(sha256_hex(wasm).as_str()));
+            // Equal bytes elsewhere (a file a user declared) are hashed as usual.
+            let copy: Vec<u8> = wasm.iter().copied().collect();
+            assert_eq!(known_sha256(&copy), None);
+        }
     }
 }

@@ -116,7 +116,8 @@ impl Engine {
     fn cache_key(&self, wasm: &[u8]) -> String {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         self.inner.precompile_compatibility_hash().hash(&mut hasher);
-        format!("{}-{:016x}.cwasm", sha256_hex(wasm), hasher.finish())
+        let digest = crate::embedded::known_sha256(wasm).map_or_else(|| sha256_hex(wasm), str::to_string);
+        format!("{digest}-{:016x}.cwasm", hasher.finish())
     }
 }
 

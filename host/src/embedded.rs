@@ -83,7 +83,7 @@ mod digest_tests {
         for wasm in [CODE_WASM, SKILLS_WASM, ASK_WASM] {
             assert_eq!(known_sha256(wasm), Some(sha256_hex(wasm).as_str()));
             // Equal bytes elsewhere (a file a user declared) are hashed as usual.
-            let copy: Vec<u8> = wasm.iter().copied().collect();
+            let copy = Vec::from(wasm);
             assert_eq!(known_sha256(&copy), None);
         }
     }

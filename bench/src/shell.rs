@@ -9,6 +9,8 @@ use iota_host::config::Config;
 use iota_host::engine::Engine;
 use iota_host::round::Call;
 use iota_host::session::Session;
+use iota_host::shell::sandbox::{Policy, bwrap_args};
+use std::ffi::OsString;
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
@@ -62,33 +64,22 @@ pub fn run(report: &mut Report) {
     }
     let sandboxed = shell_call("agents:\n  b:\n    tools:\n      shell:\n", &root);
     let bare = spawn("bwrap", &["--ro-bind", "/", "/", "bash", "-c", "true"]);
-    // The same isolation the tool asks for, without the tool: what the flags cost.
-    let hardened = spawn(
-        "bwrap",
-        &[
-            "--new-session",
-            "--die-with-parent",
-            "--unshare-user",
-            "--unshare-pid",
-            "--unshare-ipc",
-            "--unshare-uts",
-            "--unshare-net",
-            "--cap-drop",
-            "ALL",
-            "--ro-bind",
-            "/",
-            "/",
-            "--dev",
-            "/dev",
-            "--proc",
-            "/proc",
-            "--tmpfs",
-            "/tmp",
-            "bash",
-            "-c",
-            "true",
-        ],
-    );
+    // The exact command line the tool runs, without the tool: what the flags cost.
+    let private_tmp = tempfile::tempdir().unwrap();
+    let policy = Policy {
+        root: root.clone(),
+        private_tmp: private_tmp.path().to_path_buf(),
+        cache: None,
+        extra_writable: Vec::new(),
+        visible: Vec::new(),
+        network: false,
+    };
+    let argv: Vec<OsString> = ["bash", "-c", "true"].map(OsString::from).to_vec();
+    let flags: Vec<String> = bwrap_args(&policy, &root, &argv)
+        .into_iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let hardened = spawn("bwrap", &flags.iter().map(String::as_str).collect::<Vec<_>>());
     report.row(
         "shell tool, sandboxed",
         sandboxed,
@@ -98,7 +89,7 @@ pub fn run(report: &mut Report) {
     report.row(
         "shell tool, sandboxed",
         sandboxed,
-        "bwrap with the same isolation flags",
+        "bwrap with the tool's exact flags",
         Some(hardened),
     );
     report.row("shell tool, sandboxed", sandboxed, "bash -c true", Some(bash));

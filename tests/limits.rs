@@ -161,6 +161,21 @@ fn inspect_reports_what_a_component_imports() {
     assert_eq!(report["package"], "iota:toolset@0.1.0");
     assert_eq!(report["tools"].as_array().unwrap().len(), 6);
     assert_eq!(report["sha256"].as_str().unwrap().len(), 64);
+    // The other built-ins ask for exactly what their specs need.
+    let skills = support::inspect(&p, &format!("{COMPONENTS}/skills.wasm"));
+    assert_eq!(support::capability_names(&skills), ["read"], "skills only reads");
+    assert_eq!(skills["tools"][0]["name"], "load_skill");
+    let ask = support::inspect(&p, &format!("{COMPONENTS}/ask.wasm"));
+    assert_eq!(support::capability_names(&ask), ["ui"], "ask only puts questions");
+    for report in [&skills, &ask] {
+        let imports = report["imports"].as_array().unwrap();
+        assert!(
+            !imports
+                .iter()
+                .any(|i| i.as_str().unwrap().starts_with("iota:toolset/process")),
+            "{imports:?}"
+        );
+    }
     let out = p.run(&["inspect", &format!("{COMPONENTS}/hostile.wasm")]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("process  run commands in the shell sandbox"), "{text}");

@@ -95,33 +95,14 @@ fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
         .binary_detection(BinaryDetection::none())
         .build();
     let mut out = Output::default();
-    // Files are read in batches through one host call each (see iota_toolset::bulk).
-    let mut batch: Vec<(String, String)> = Vec::with_capacity(BATCH);
-    let mut walk = walk::entries(&ctx.jail, &start).peekable();
-    while walk.peek().is_some() && !out.stopped {
-        batch.clear();
-        for entry in walk.by_ref() {
-            if !entry.is_file() {
-                continue;
-            }
-            let rel = ctx.jail.relative(&entry.path);
-            if let Some((glob, whole_path)) = &include {
-                let subject = if *whole_path {
-                    rel.as_str()
-                } else {
-                    rel.rsplit('/').next().unwrap_or(&rel)
-                };
-                if !glob.is_match(subject) {
-                    continue;
-                }
-            }
-            batch.push((entry.path.to_string_lossy().into_owned(), rel));
-            if batch.len() == BATCH {
-                break;
-            }
+    // Files are read in batches, one host call each (see iota_toolset::bulk).
+    let mut walk = walk::entries(&ctx.jail, &start);
+    while !out.stopped {
+        let batch = candidates(ctx, &mut walk, include.as_ref());
+        if batch.paths.is_empty() {
+            break;
         }
-        let paths: Vec<String> = batch.iter().map(|(abs, _)| abs.clone()).collect();
-        for ((_, rel), content) in batch.iter().zip(bulk::read_files(&paths, MAX_FILE)) {
+        for (rel, content) in batch.rels.iter().zip(bulk::read_files(&batch.paths, MAX_FILE)) {
             // Too large or unreadable files are skipped.
             let Content::Data(buf) = content else { continue };
             if required.as_ref().is_some_and(|r| !r.may_match(&buf)) || files::is_binary(&buf) {
@@ -136,6 +117,45 @@ fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
         }
     }
     Ok(out.finish(pattern))
+}
+
+/// The next files to search: absolute paths for the host, root-relative
+/// ones for the output.
+#[derive(Default)]
+struct Batch {
+    paths: Vec<String>,
+    rels: Vec<String>,
+}
+
+/// Up to [`BATCH`] regular files from the walk that pass the include filter.
+fn candidates(
+    ctx: &Ctx,
+    walk: &mut impl Iterator<Item = walk::Entry>,
+    include: Option<&(globset::GlobMatcher, bool)>,
+) -> Batch {
+    let mut batch = Batch::default();
+    for entry in walk.by_ref() {
+        if !entry.is_file() {
+            continue;
+        }
+        let rel = ctx.jail.relative(&entry.path);
+        if let Some((glob, whole_path)) = include {
+            let subject = if *whole_path {
+                rel.as_str()
+            } else {
+                rel.rsplit('/').next().unwrap_or(&rel)
+            };
+            if !glob.is_match(subject) {
+                continue;
+            }
+        }
+        batch.paths.push(entry.path.to_string_lossy().into_owned());
+        batch.rels.push(rel);
+        if batch.paths.len() == BATCH {
+            break;
+        }
+    }
+    batch
 }
 
 /// The output under construction and the reasons to stop.

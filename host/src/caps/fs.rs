@@ -95,13 +95,12 @@ impl Host for CallState {
 
     fn list_dir(&mut self, path: String) -> Result<Vec<Entry>, String> {
         let (root, relative) = beneath(&self.bulk_roots, Path::new(&path)).ok_or("outside the project root")?;
-        let dir = if relative.as_os_str().is_empty() {
-            root.dir.try_clone()
+        let relative = if relative.as_os_str().is_empty() {
+            Path::new(".")
         } else {
-            cap_primitives::fs::open_dir(&root.dir, relative)
-        }
-        .map_err(|e| e.to_string())?;
-        let entries = cap_primitives::fs::read_base_dir(&dir).map_err(|e| e.to_string())?;
+            relative
+        };
+        let entries = cap_primitives::fs::read_dir(&root.dir, relative).map_err(|e| e.to_string())?;
         Ok(entries
             .filter_map(Result::ok)
             .map(|entry| {

@@ -177,7 +177,7 @@ fn load_set(
         return Ok(Err("not available in this build of iota-host yet".to_string()));
     };
     let wants_process = grants.contains(&Capability::Process);
-    match WasmToolset::load(engine, name, &wasm, grants, limits, root.to_path_buf(), value, ui) {
+    match WasmToolset::load(engine, name, wasm, grants, limits, root.to_path_buf(), value, ui) {
         Ok(set) if wants_process => Ok(Ok(Arc::new(
             set.with_read_dirs(read_dirs).with_process(process_runner(agent, root)),
         ))),

@@ -41,6 +41,9 @@ pub struct CallState {
     pub(crate) process: Option<Arc<crate::shell::ShellToolset>>,
     /// The preopens `files.read-files` reads through (empty without access).
     pub(crate) bulk_roots: Vec<fs::BulkRoot>,
+    /// Whether the component asked the user anything in this call (a
+    /// description given after a question is never remembered).
+    pub(crate) asked: bool,
 }
 
 impl WasiView for CallState {
@@ -104,6 +107,15 @@ pub enum Import {
     Forbidden(String),
 }
 
+impl Import {
+    /// The import's full name, e.g. `wasi:cli/stdout@0.2.6`.
+    pub fn name(&self) -> &str {
+        match self {
+            Import::Baseline(n) | Import::Capability(_, n) | Import::Forbidden(n) | Import::Disabled(n) => n,
+        }
+    }
+}
+
 /// Reads a component's imports.
 pub fn imports(engine: &wasmtime::Engine, component: &Component) -> Vec<Import> {
     component
@@ -111,6 +123,11 @@ pub fn imports(engine: &wasmtime::Engine, component: &Component) -> Vec<Import> 
         .imports(engine)
         .map(|(name, _)| classify(name))
         .collect()
+}
+
+/// Reads import names remembered from an earlier load.
+pub fn classify_all(names: &[String]) -> Vec<Import> {
+    names.iter().map(|name| classify(name)).collect()
 }
 
 fn classify(name: &str) -> Import {

@@ -81,9 +81,20 @@ impl Engine {
         (timeout.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64
     }
 
+    /// The private directory compiled components (and describe answers) are
+    /// kept in, when there is one.
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.cache_dir.as_deref()
+    }
+
     /// Compiles `wasm` (named `name` in messages), or loads the cached result.
     pub fn component(&self, name: &str, wasm: &[u8]) -> Result<Component> {
-        let cached = self.cache_dir.as_ref().map(|dir| dir.join(self.cache_key(wasm)));
+        self.component_with_digest(name, &digest(wasm), wasm)
+    }
+
+    /// The same for bytes whose [`digest`] the caller already has.
+    pub fn component_with_digest(&self, name: &str, digest: &str, wasm: &[u8]) -> Result<Component> {
+        let cached = self.cache_dir.as_ref().map(|dir| dir.join(self.cache_key(digest)));
         // SAFETY: the file was written by `Component::serialize` of this engine
         // configuration (the key includes its compatibility hash) into the
         // user's own, private cache directory.
@@ -113,12 +124,17 @@ impl Engine {
         Ok(component)
     }
 
-    fn cache_key(&self, wasm: &[u8]) -> String {
+    fn cache_key(&self, digest: &str) -> String {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         self.inner.precompile_compatibility_hash().hash(&mut hasher);
-        let digest = crate::embedded::known_sha256(wasm).map_or_else(|| sha256_hex(wasm), str::to_string);
         format!("{digest}-{:016x}.cwasm", hasher.finish())
     }
+}
+
+/// A component's identity: the hex sha256 of its bytes (computed at build
+/// time for the embedded ones).
+pub fn digest(wasm: &[u8]) -> String {
+    crate::embedded::known_sha256(wasm).map_or_else(|| sha256_hex(wasm), str::to_string)
 }
 
 /// Hex sha256 of `bytes`.
@@ -145,7 +161,9 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     builder.create(dir)
 }
 
-fn store_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+/// Writes `bytes` to `path` through a temporary file, so a reader never
+/// sees half a file.
+pub(crate) fn store_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path).inspect_err(|_| {

@@ -41,7 +41,7 @@ pub fn inspect(engine: &Engine, path: &Path, config: Option<&Config>) -> Result<
         // A UI that could answer (so a set like ask lists its tools) but declines everything.
         let ui: std::sync::Arc<dyn crate::caps::ui::Ui> =
             std::sync::Arc::new(crate::caps::ui::ScriptedUi::parse("[]")?);
-        match WasmToolset::load(engine, "inspect", &wasm, requested.clone(), Default::default(), root, &serde_json::Value::Null, &ui) {
+        match WasmToolset::load(engine, "inspect", wasm.clone().into(), requested.clone(), Default::default(), root, &serde_json::Value::Null, &ui) {
             Ok(set) => Some(set.tools().iter().map(|t| {
                 json!({
                     "name": t.name, "description": t.description,
@@ -68,9 +68,7 @@ pub fn inspect(engine: &Engine, path: &Path, config: Option<&Config>) -> Result<
         "capabilities": requested.iter().map(|c| json!({"name": c.word(), "meaning": c.meaning()})).collect::<Vec<_>>(),
         "forbidden_imports": forbidden,
         "disabled_imports": imports.iter().filter_map(|i| if let Import::Disabled(n) = i { Some(n.clone()) } else { None }).collect::<Vec<_>>(),
-        "imports": imports.iter().map(|i| match i {
-            Import::Baseline(n) | Import::Capability(_, n) | Import::Forbidden(n) | Import::Disabled(n) => n.clone(),
-        }).collect::<Vec<_>>(),
+        "imports": imports.iter().map(Import::name).collect::<Vec<_>>(),
         "exports": exports,
         "tools": tools,
         "config": grant,

@@ -11,6 +11,7 @@ pub mod audit;
 pub mod caps;
 pub mod cli;
 pub mod config;
+pub mod describe_cache;
 pub mod embedded;
 pub mod engine;
 pub mod inspect;

@@ -1,6 +1,7 @@
-//! A toolset that is a WebAssembly component: checked against its grants and
-//! pre-instantiated once at load, then a fresh store and instance per call, so
-//! calls are isolated and parallel-safe and all state lives in the host.
+//! A toolset that is a WebAssembly component: checked against its grants,
+//! pre-instantiated once (at load, or at its first call when its description
+//! was remembered), then a fresh store and instance per call, so calls are
+//! isolated and parallel-safe and all state lives in the host.
 
 use crate::caps::bindings::ToolsetHostPre;
 use crate::caps::bindings::iota::toolset::types::Context;
@@ -8,13 +9,15 @@ use crate::caps::fs::{self, FsAccess};
 use crate::caps::ui::Ui;
 use crate::caps::{self, CallState, MemoryLimiter};
 use crate::config::{Capability, Limits};
+use crate::describe_cache;
 use crate::engine::Engine;
 use crate::session::Session;
 use crate::shell::ShellToolset;
 use crate::toolset::{ToolResult, ToolSpec, Toolset};
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use wasmtime::{Store, Trap};
 use wasmtime_wasi::WasiCtxBuilder;
 
@@ -31,7 +34,12 @@ pub enum LoadError {
 /// A loaded Wasm toolset.
 pub struct WasmToolset {
     name: String,
-    pre: ToolsetHostPre<CallState>,
+    /// The component pre-instantiated, made on first use when the
+    /// description was remembered ([`crate::describe_cache`]).
+    pre: OnceLock<Result<ToolsetHostPre<CallState>, String>>,
+    /// The component's bytes until `pre` is made.
+    wasm: Mutex<Option<Cow<'static, [u8]>>>,
+    digest: String,
     engine: Engine,
     root: PathBuf,
     granted: BTreeSet<Capability>,
@@ -44,38 +52,32 @@ pub struct WasmToolset {
 }
 
 impl WasmToolset {
-    /// Compiles (or loads from cache) `wasm`, checks its imports against
-    /// `granted`, pre-instantiates it and asks it to describe itself for
-    /// `config` (the set's value as JSON) in a session whose questions go to
-    /// `ui` (so a set like `ask` can offer nothing where nobody can answer).
+    /// Learns what `wasm` imports and offers for `config` (the set's value as
+    /// JSON) in a session whose questions go to `ui` (so a set like `ask` can
+    /// offer nothing where nobody can answer), and checks the imports against
+    /// `granted`. A description remembered from an earlier run is used as is
+    /// and the component is compiled (or loaded from cache) and
+    /// pre-instantiated on its first call; otherwise that happens now and the
+    /// component describes itself.
     #[allow(clippy::too_many_arguments)]
     pub fn load(
         engine: &Engine,
         name: &str,
-        wasm: &[u8],
+        wasm: Cow<'static, [u8]>,
         granted: BTreeSet<Capability>,
         limits: Limits,
         root: PathBuf,
         config: &serde_json::Value,
         ui: &Arc<dyn Ui>,
     ) -> Result<WasmToolset, LoadError> {
-        let fatal = |e: anyhow::Error| LoadError::Fatal(format!("{e:#}"));
-        let component = engine.component(name, wasm).map_err(fatal)?;
-        let imports = caps::imports(engine.wasmtime(), &component);
-        caps::check_grants(name, &imports, &granted).map_err(LoadError::Fatal)?;
-        let linker = caps::linker(engine.wasmtime()).map_err(fatal)?;
-        let pre = linker.instantiate_pre(&component).map_err(|e| fatal(e.into()))?;
-        let pre = ToolsetHostPre::new(pre).map_err(|e| {
-            LoadError::Fatal(format!(
-                "toolset {name:?} does not export iota:toolset/toolset@0.1.0: {e:#}"
-            ))
-        })?;
         let mut toolset = WasmToolset {
             name: name.to_string(),
-            pre,
+            pre: OnceLock::new(),
+            digest: crate::engine::digest(&wasm),
+            wasm: Mutex::new(Some(wasm)),
             engine: engine.clone(),
             root,
-            requested: caps::requested(&imports),
+            requested: BTreeSet::new(),
             granted,
             limits,
             config: config.to_string(),
@@ -83,13 +85,31 @@ impl WasmToolset {
             process: None,
             read_dirs: Vec::new(),
         };
-        let session = Arc::new(Session::new());
-        let described = toolset
-            .run(&session, ui, FsAccess::None, |bindings, store, ctx| {
-                bindings.iota_toolset_toolset().call_describe(store, ctx)
-            })
-            .map_err(LoadError::Fatal)?;
-        toolset.tools = described.map_err(LoadError::Config)?;
+        let remembered = engine
+            .cache_dir()
+            .map(|dir| describe_cache::path(dir, &toolset.digest, &toolset.context(), ui.interactive()));
+        if let Some((imports, tools)) = remembered.as_deref().and_then(describe_cache::load) {
+            let imports = caps::classify_all(&imports);
+            caps::check_grants(name, &imports, &toolset.granted).map_err(LoadError::Fatal)?;
+            toolset.requested = caps::requested(&imports);
+            toolset.tools = tools;
+        } else {
+            let (pre, imports) = toolset.prepare()?;
+            toolset.requested = caps::requested(&imports);
+            let _ = toolset.pre.set(Ok(pre));
+            let session = Arc::new(Session::new());
+            let (described, asked) = toolset
+                .run(&session, ui, FsAccess::None, |bindings, store, ctx| {
+                    let described = bindings.iota_toolset_toolset().call_describe(&mut *store, ctx)?;
+                    Ok((described, store.data().asked))
+                })
+                .map_err(LoadError::Fatal)?;
+            toolset.tools = described.map_err(LoadError::Config)?;
+            if let Some(path) = remembered.filter(|_| !asked) {
+                let names: Vec<String> = imports.iter().map(|i| i.name().to_string()).collect();
+                describe_cache::store(&path, &names, &toolset.tools);
+            }
+        }
         for tool in &toolset.tools {
             if !valid_tool_name(&tool.name) {
                 return Err(LoadError::Fatal(format!(
@@ -99,6 +119,55 @@ impl WasmToolset {
             }
         }
         Ok(toolset)
+    }
+
+    /// Compiles (or loads from cache) the component, checks its imports
+    /// against the grants and pre-instantiates it. Takes the bytes.
+    fn prepare(&self) -> Result<(ToolsetHostPre<CallState>, Vec<caps::Import>), LoadError> {
+        let fatal = |e: anyhow::Error| LoadError::Fatal(format!("{e:#}"));
+        let name = &self.name;
+        let wasm = self.wasm.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let wasm =
+            wasm.ok_or_else(|| LoadError::Fatal(format!("toolset {name:?}: its component was already taken")))?;
+        let component = self
+            .engine
+            .component_with_digest(name, &self.digest, &wasm)
+            .map_err(fatal)?;
+        let imports = caps::imports(self.engine.wasmtime(), &component);
+        caps::check_grants(name, &imports, &self.granted).map_err(LoadError::Fatal)?;
+        let linker = caps::linker(self.engine.wasmtime()).map_err(fatal)?;
+        let pre = linker.instantiate_pre(&component).map_err(|e| fatal(e.into()))?;
+        let pre = ToolsetHostPre::new(pre).map_err(|e| {
+            LoadError::Fatal(format!(
+                "toolset {name:?} does not export iota:toolset/toolset@0.1.0: {e:#}"
+            ))
+        })?;
+        Ok((pre, imports))
+    }
+
+    /// The pre-instantiated component, made on first use.
+    fn pre(&self) -> Result<&ToolsetHostPre<CallState>, String> {
+        self.pre
+            .get_or_init(|| {
+                self.prepare()
+                    .map(|(pre, _)| pre)
+                    .map_err(|(LoadError::Fatal(why) | LoadError::Config(why))| why)
+            })
+            .as_ref()
+            .map_err(Clone::clone)
+    }
+
+    /// What the toolset is told about every call.
+    fn context(&self) -> Context {
+        Context {
+            config: self.config.clone(),
+            root: self.root.to_string_lossy().into_owned(),
+            read_dirs: self
+                .read_dirs
+                .iter()
+                .map(|d| d.to_string_lossy().into_owned())
+                .collect(),
+        }
     }
 
     /// Lets the toolset read `dirs` too (read-only, at their absolute paths).
@@ -142,6 +211,7 @@ impl WasmToolset {
         access: FsAccess,
         f: impl FnOnce(&crate::caps::bindings::ToolsetHost, &mut Store<CallState>, &Context) -> wasmtime::Result<R>,
     ) -> Result<R, String> {
+        let pre = self.pre()?;
         let (stdout, stderr) = (caps::stdio_pipe(), caps::stdio_pipe());
         let mut builder = WasiCtxBuilder::new();
         builder
@@ -163,6 +233,7 @@ impl WasmToolset {
             ui: ui.clone(),
             process: self.process.clone(),
             bulk_roots,
+            asked: false,
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|s| &mut s.limiter);
@@ -181,17 +252,8 @@ impl WasmToolset {
             ticks_left -= 1;
             Ok(wasmtime::UpdateDeadline::Continue(1))
         });
-        let ctx = Context {
-            config: self.config.clone(),
-            root: self.root.to_string_lossy().into_owned(),
-            read_dirs: self
-                .read_dirs
-                .iter()
-                .map(|d| d.to_string_lossy().into_owned())
-                .collect(),
-        };
-        let result = self
-            .pre
+        let ctx = self.context();
+        let result = pre
             .instantiate(&mut store)
             .and_then(|bindings| f(&bindings, &mut store, &ctx));
         result.map_err(|err| {

@@ -33,6 +33,7 @@ pub struct Project {
     config: Option<PathBuf>,
     answers: Option<PathBuf>,
     home: Option<PathBuf>,
+    cache: Option<PathBuf>,
 }
 
 impl Project {
@@ -50,6 +51,7 @@ impl Project {
             config: None,
             answers: None,
             home: None,
+            cache: None,
         }
     }
 
@@ -108,18 +110,29 @@ impl Project {
         self
     }
 
+    /// Uses a private cache directory (`aux/cache`) instead of the shared one.
+    pub fn with_private_cache(mut self) -> Project {
+        self.cache = Some(self.aux.join("cache"));
+        self
+    }
+
+    /// The cache directory the binary uses.
+    pub fn cache(&self) -> PathBuf {
+        self.cache.clone().unwrap_or_else(cache_dir)
+    }
+
     /// The home directory given to the binary, when private.
     pub fn home(&self) -> Option<&Path> {
         self.home.as_deref()
     }
 
     /// The binary with this project's root, config and answers; the shared
-    /// compiled-component cache; no inherited config.
+    /// compiled-component cache unless private; no inherited config.
     pub fn command(&self) -> Command {
         let mut cmd = Command::new(BIN);
         cmd.current_dir(&self.root)
             .env_remove("IOTA_CONFIG")
-            .env("IOTA_CACHE_DIR", cache_dir())
+            .env("IOTA_CACHE_DIR", self.cache())
             .env("NO_COLOR", "1")
             .arg("--root")
             .arg(&self.root);

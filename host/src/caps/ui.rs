@@ -73,10 +73,12 @@ impl Host for CallState {
     }
 
     fn choose(&mut self, questions: Vec<Question>) -> Option<Vec<Answer>> {
+        self.asked = true;
         self.ui.choose(&questions)
     }
 
     fn confirm(&mut self, question: String, yes_label: String, no_label: String) -> Option<bool> {
+        self.asked = true;
         self.ui.confirm(&question, &yes_label, &no_label)
     }
 }

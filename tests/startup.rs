@@ -1,0 +1,132 @@
+//! Start-up with remembered descriptions: a start instantiates no component,
+//! a call compiles or loads only the set that owns its tool, and a remembered
+//! description never widens what a component is granted.
+
+mod support;
+
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use support::{COMPONENTS, Project};
+
+fn files_named(dir: &Path, prefix: &str, suffix: &str) -> Vec<PathBuf> {
+    let mut found: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .map(|e| e.unwrap().path())
+                .filter(|p| {
+                    let name = p.file_name().unwrap().to_string_lossy();
+                    name.starts_with(prefix) && name.ends_with(suffix)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    found
+}
+
+fn compiled(p: &Project) -> Vec<PathBuf> {
+    files_named(&p.cache(), "", ".cwasm")
+}
+
+fn tools_json(p: &Project) -> String {
+    let out = p.run(&["tools", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_remembered_start_loads_nothing_and_a_call_loads_only_its_set() {
+    let p = Project::new()
+        .config("agents:\n  default:\n    tools:\n      code:\n      skills:\n")
+        .with_private_cache();
+    p.write("a.txt", "hello\n");
+    let described = tools_json(&p);
+    assert_eq!(compiled(&p).len(), 2, "the first start compiles code and skills");
+    assert_eq!(files_named(&p.cache(), "describe-", ".json").len(), 2);
+
+    for file in compiled(&p) {
+        std::fs::remove_file(file).unwrap();
+    }
+    assert_eq!(
+        tools_json(&p),
+        described,
+        "the remembered description is the description"
+    );
+    assert!(compiled(&p).is_empty(), "listing the tools compiled nothing");
+
+    support::assert_ok(&p.call("read_file", json!({"path": "a.txt"})), "     1\thello");
+    assert_eq!(compiled(&p).len(), 1, "calling read_file compiled code only");
+}
+
+#[test]
+fn a_changed_config_value_is_described_again() {
+    let p = Project::new().with_private_cache();
+    let p = p.config("agents:\n  default:\n    tools:\n      code:\n");
+    let writers_asking = tools_json(&p);
+    let p = p.config("agents:\n  default:\n    tools:\n      code:\n        auto_write: true\n");
+    let writers_not_asking = tools_json(&p);
+    assert_ne!(writers_asking, writers_not_asking);
+    let write_file = writers_not_asking
+        .lines()
+        .find(|l| l.contains("\"name\":\"write_file\""))
+        .unwrap();
+    assert!(write_file.contains("\"approval\":\"never\""), "{write_file}");
+    let p = p.config("agents:\n  default:\n    tools:\n      code:\n        read_only: true\n");
+    assert!(!tools_json(&p).contains("\"name\":\"write_file\""));
+}
+
+fn hostile(p: Project, grant: &str) -> Project {
+    p.config(&format!(
+        "toolsets:\n  hostile:\n    path: {COMPONENTS}/hostile.wasm\n    grant: [{grant}]\nagents:\n  a:\n    tools:\n      hostile:\n"
+    ))
+}
+
+#[test]
+fn a_remembered_description_still_meets_the_grant_check() {
+    let p = hostile(Project::new().with_private_cache(), "process");
+    tools_json(&p);
+    let p = hostile(p, "ui");
+    let out = p.run(&["tools"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("toolset \"hostile\" imports iota:toolset/process@0.1.0 (run commands in the shell sandbox), which its config does not grant"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_forged_description_cannot_widen_the_grants() {
+    let p = hostile(Project::new().with_private_cache(), "process");
+    tools_json(&p);
+    // Whoever can write the cache claims the component imports nothing.
+    let [remembered] = &files_named(&p.cache(), "describe-", ".json")[..] else {
+        panic!("one description remembered");
+    };
+    let mut forged: serde_json::Value = serde_json::from_slice(&std::fs::read(remembered).unwrap()).unwrap();
+    forged["imports"] = json!([]);
+    std::fs::write(remembered, forged.to_string()).unwrap();
+
+    let p = hostile(p, "ui");
+    let r = p.call("echo", json!({"text": "hi"}));
+    assert!(r.is_error, "{}", r.text);
+    assert!(
+        r.text.contains(
+            "imports iota:toolset/process@0.1.0 (run commands in the shell sandbox), which its config does not grant"
+        ),
+        "the component's real imports are checked before it runs: {}",
+        r.text
+    );
+}
+
+#[test]
+fn an_unreadable_description_is_described_again() {
+    let p = Project::new()
+        .config("agents:\n  default:\n    tools:\n      code:\n")
+        .with_private_cache();
+    let described = tools_json(&p);
+    for file in files_named(&p.cache(), "describe-", ".json") {
+        std::fs::write(file, "{\"imports\": [], \"tools\": [{\"name\": 1}]}").unwrap();
+    }
+    assert_eq!(tools_json(&p), described);
+}

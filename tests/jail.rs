@@ -278,7 +278,7 @@ fn a_read_write_race_against_symlink_swaps_leaks_nothing() {
 #[test]
 fn bulk_reads_stay_inside_the_root() {
     let p = project().config(&format!(
-        "toolsets:\n  hostile:\n    path: {}/hostile.wasm\n    grant: [process]\nagents:\n  a:\n    tools:\n      hostile:\n",
+        "toolsets:\n  hostile:\n    path: {}/hostile.wasm\n    grant: [process, parallel]\nagents:\n  a:\n    tools:\n      hostile:\n",
         support::COMPONENTS
     ));
     let (root, outside) = (p.root().to_path_buf(), p.outside().to_path_buf());

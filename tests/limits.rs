@@ -15,7 +15,7 @@ fn hostile(grant: &str) -> Project {
 
 #[test]
 fn a_component_importing_an_ungranted_capability_is_refused_at_load() {
-    let p = hostile("ui");
+    let p = hostile("ui, parallel");
     let out = p.run(&["tools"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -28,7 +28,7 @@ fn a_component_importing_an_ungranted_capability_is_refused_at_load() {
 
 #[test]
 fn a_granted_process_request_runs_in_the_shell_sandbox() {
-    let p = hostile("process");
+    let p = hostile("process, parallel");
     if !support::sandbox_works() {
         // No sandbox: the unsandboxed run needs approval, and nobody can give it.
         let r = p.call("run", json!({"line": "echo hi"}));
@@ -56,7 +56,7 @@ fn a_granted_process_request_runs_in_the_shell_sandbox() {
 
 #[test]
 fn an_endless_loop_hits_the_time_limit_and_the_next_call_works() {
-    let p = hostile("process");
+    let p = hostile("process, parallel");
     p.write("a.txt", "still here\n");
     let started = std::time::Instant::now();
     let rs = p.calls(&[("spin", json!({})), ("read_file", json!({"path": "a.txt"}))]);
@@ -71,7 +71,7 @@ fn an_endless_loop_hits_the_time_limit_and_the_next_call_works() {
 
 #[test]
 fn unbounded_allocation_hits_the_memory_limit_and_the_next_call_works() {
-    let p = hostile("process");
+    let p = hostile("process, parallel");
     p.write("a.txt", "still here\n");
     let rs = p.calls(&[
         ("hog", json!({})),
@@ -89,7 +89,7 @@ fn unbounded_allocation_hits_the_memory_limit_and_the_next_call_works() {
 
 #[test]
 fn a_panic_is_an_error_result_naming_it() {
-    let p = hostile("process");
+    let p = hostile("process, parallel");
     let rs = p.calls(&[("crash", json!({})), ("echo", json!({}))]);
     assert!(rs[0].is_error);
     assert!(
@@ -103,7 +103,7 @@ fn a_panic_is_an_error_result_naming_it() {
 
 #[test]
 fn flooding_stdout_is_stopped() {
-    let p = hostile("process");
+    let p = hostile("process, parallel");
     let rs = p.calls(&[("flood", json!({})), ("echo", json!({}))]);
     assert!(rs[0].is_error);
     assert_eq!(
@@ -116,7 +116,7 @@ fn flooding_stdout_is_stopped() {
 #[test]
 fn a_result_over_the_output_limit_is_dropped_with_an_error_naming_it() {
     // The default limit is 1 MiB; the fixture returns 4 MiB.
-    let p = hostile("process");
+    let p = hostile("process, parallel");
     let rs = p.calls(&[("huge", json!({})), ("echo", json!({}))]);
     assert!(rs[0].is_error);
     assert_eq!(
@@ -127,7 +127,7 @@ fn a_result_over_the_output_limit_is_dropped_with_an_error_naming_it() {
 
     // Raised in the config, the same result comes through whole.
     let p = Project::new().config(&format!(
-        "toolsets:\n  hostile:\n    path: {COMPONENTS}/hostile.wasm\n    grant: [process]\n    limits: {{output: 8192}}\nagents:\n  a:\n    tools:\n      hostile:\n"
+        "toolsets:\n  hostile:\n    path: {COMPONENTS}/hostile.wasm\n    grant: [process, parallel]\n    limits: {{output: 8192}}\nagents:\n  a:\n    tools:\n      hostile:\n"
     ));
     let rs = p.calls(&[("huge", json!({}))]);
     assert!(!rs[0].is_error, "{}", &rs[0].text[..200.min(rs[0].text.len())]);
@@ -137,7 +137,7 @@ fn a_result_over_the_output_limit_is_dropped_with_an_error_naming_it() {
 #[test]
 fn a_tool_name_collision_fails_the_load_naming_both_sets() {
     let p = Project::new().config(&format!(
-        "toolsets:\n  mycode: {COMPONENTS}/code.wasm\nagents:\n  a:\n    tools:\n      code:\n      mycode:\n"
+        "toolsets:\n  mycode:\n    path: {COMPONENTS}/code.wasm\n    grant: [parallel]\nagents:\n  a:\n    tools:\n      code:\n      mycode:\n"
     ));
     let out = p.run(&["tools"]);
     assert_eq!(out.status.code(), Some(2));
@@ -155,8 +155,8 @@ fn inspect_reports_what_a_component_imports() {
     let caps = support::capability_names(&report);
     assert_eq!(
         caps,
-        ["read", "session"],
-        "code reads files and keeps the ledger; no ui, no process"
+        ["read", "session", "parallel"],
+        "code reads files, keeps the ledger and searches on every core; no ui, no process"
     );
     assert_eq!(report["package"], "iota:toolset@0.1.0");
     assert_eq!(report["tools"].as_array().unwrap().len(), 6);
@@ -179,9 +179,9 @@ fn inspect_reports_what_a_component_imports() {
     let out = p.run(&["inspect", &format!("{COMPONENTS}/hostile.wasm")]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("process  run commands in the shell sandbox"), "{text}");
-    // Its bulk reads are its only file access, and they count as `read`.
+    // Its bulk reads count as `read` (see also caps' unit test), its tasks as `parallel`.
     let hostile = support::inspect(&p, &format!("{COMPONENTS}/hostile.wasm"));
-    assert_eq!(support::capability_names(&hostile), ["read", "process"]);
+    assert_eq!(support::capability_names(&hostile), ["read", "process", "parallel"]);
     let imports: Vec<&str> = hostile["imports"]
         .as_array()
         .unwrap()
@@ -189,10 +189,7 @@ fn inspect_reports_what_a_component_imports() {
         .filter_map(|i| i.as_str())
         .collect();
     assert!(imports.contains(&"iota:toolset/files@0.1.0"), "{imports:?}");
-    assert!(
-        !imports.iter().any(|i| i.starts_with("wasi:filesystem/")),
-        "{imports:?}"
-    );
+    assert!(imports.contains(&"iota:toolset/workers@0.1.0"), "{imports:?}");
 }
 
 #[test]
@@ -222,7 +219,7 @@ fn the_rust_example_toolset_loads_answers_and_asks_only_to_read() {
 
 #[test]
 fn sockets_are_linked_but_every_way_out_fails() {
-    let p = hostile("process");
+    let p = hostile("process, parallel");
     let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let udp = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
     tcp.set_nonblocking(true).unwrap();

@@ -310,7 +310,7 @@ fn two_thousand_calls_in_one_session_keep_memory_flat() {
 #[test]
 fn a_cancelled_component_call_is_interrupted() {
     let p = Project::new().config(&format!(
-        "toolsets:\n  hostile:\n    path: {}/hostile.wasm\n    grant: [process]\n    limits: {{timeout: 120}}\nagents:\n  a:\n    tools:\n      hostile:\n      code:\n",
+        "toolsets:\n  hostile:\n    path: {}/hostile.wasm\n    grant: [process, parallel]\n    limits: {{timeout: 120}}\nagents:\n  a:\n    tools:\n      hostile:\n      code:\n",
         support::COMPONENTS
     ));
     let mut raw = Raw::start(&p);

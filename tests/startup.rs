@@ -83,9 +83,9 @@ fn hostile(p: Project, grant: &str) -> Project {
 
 #[test]
 fn a_remembered_description_still_meets_the_grant_check() {
-    let p = hostile(Project::new().with_private_cache(), "process");
+    let p = hostile(Project::new().with_private_cache(), "process, parallel");
     tools_json(&p);
-    let p = hostile(p, "ui");
+    let p = hostile(p, "ui, parallel");
     let out = p.run(&["tools"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -97,7 +97,7 @@ fn a_remembered_description_still_meets_the_grant_check() {
 
 #[test]
 fn a_forged_description_cannot_widen_the_grants() {
-    let p = hostile(Project::new().with_private_cache(), "process");
+    let p = hostile(Project::new().with_private_cache(), "process, parallel");
     tools_json(&p);
     // Whoever can write the cache claims the component imports nothing.
     let [remembered] = &files_named(&p.cache(), "describe-", ".json")[..] else {
@@ -107,7 +107,7 @@ fn a_forged_description_cannot_widen_the_grants() {
     forged["imports"] = json!([]);
     std::fs::write(remembered, forged.to_string()).unwrap();
 
-    let p = hostile(p, "ui");
+    let p = hostile(p, "ui, parallel");
     let r = p.call("echo", json!({"text": "hi"}));
     assert!(r.is_error, "{}", r.text);
     assert!(

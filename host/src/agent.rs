@@ -178,10 +178,11 @@ fn load_set(
     };
     let wants_process = grants.contains(&Capability::Process);
     match WasmToolset::load(engine, name, wasm, grants, limits, root.to_path_buf(), value, ui) {
-        Ok(set) if wants_process => Ok(Ok(Arc::new(
-            set.with_read_dirs(read_dirs).with_process(process_runner(agent, root)),
-        ))),
-        Ok(set) => Ok(Ok(Arc::new(set.with_read_dirs(read_dirs)))),
+        Ok(set) if wants_process => Ok(Ok(set
+            .with_read_dirs(read_dirs)
+            .with_process(process_runner(agent, root))
+            .into_arc())),
+        Ok(set) => Ok(Ok(set.with_read_dirs(read_dirs).into_arc())),
         Err(LoadError::Config(why)) => Ok(Err(why)),
         Err(LoadError::Fatal(why)) => bail!(why),
     }

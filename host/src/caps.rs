@@ -11,6 +11,7 @@ pub mod fs;
 pub mod process;
 pub mod session;
 pub mod ui;
+pub mod workers;
 
 use crate::config::Capability;
 use crate::session::Session;
@@ -44,6 +45,8 @@ pub struct CallState {
     /// Whether the component asked the user anything in this call (a
     /// description given after a question is never remembered).
     pub(crate) asked: bool,
+    /// This call's tasks, or why it cannot have any.
+    pub(crate) workers: Result<workers::Workers, &'static str>,
 }
 
 impl WasiView for CallState {
@@ -139,6 +142,7 @@ fn classify(name: &str) -> Import {
         "iota:toolset/session" => Import::Capability(Capability::Session, owned),
         "iota:toolset/process" => Import::Capability(Capability::Process, owned),
         "iota:toolset/files" => Import::Capability(Capability::FsRead, owned),
+        "iota:toolset/workers" => Import::Capability(Capability::Parallel, owned),
         i if i.starts_with("wasi:filesystem/") => Import::Capability(Capability::FsRead, owned),
         i if ["wasi:io/", "wasi:clocks/", "wasi:random/", "wasi:cli/"]
             .iter()
@@ -217,6 +221,14 @@ mod tests {
         assert!(matches!(
             classify("iota:toolset/process@0.1.0"),
             Import::Capability(Capability::Process, _)
+        ));
+        assert!(matches!(
+            classify("iota:toolset/files@0.1.0"),
+            Import::Capability(Capability::FsRead, _)
+        ));
+        assert!(matches!(
+            classify("iota:toolset/workers@0.1.0"),
+            Import::Capability(Capability::Parallel, _)
         ));
     }
 

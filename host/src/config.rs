@@ -57,6 +57,8 @@ pub enum Capability {
     Ui,
     /// Run sandboxed commands.
     Process,
+    /// Run parts of a call on several cores at once.
+    Parallel,
 }
 
 impl Capability {
@@ -68,6 +70,7 @@ impl Capability {
             Capability::Session => "session",
             Capability::Ui => "ui",
             Capability::Process => "process",
+            Capability::Parallel => "parallel",
         }
     }
 
@@ -79,6 +82,7 @@ impl Capability {
             Capability::Session => "keep state across the calls of one session",
             Capability::Ui => "ask the user questions",
             Capability::Process => "run commands in the shell sandbox",
+            Capability::Parallel => "run parts of a call on several cores at once (memory limit per core)",
         }
     }
 
@@ -89,6 +93,7 @@ impl Capability {
             Capability::Session,
             Capability::Ui,
             Capability::Process,
+            Capability::Parallel,
         ]
         .into_iter()
         .find(|c| c.word() == word)

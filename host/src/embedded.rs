@@ -51,7 +51,12 @@ pub fn builtin(name: &str) -> Option<Builtin> {
     match name {
         "code" => Some(Builtin {
             wasm: CODE_WASM,
-            grants: BTreeSet::from([Capability::FsRead, Capability::FsWrite, Capability::Session]),
+            grants: BTreeSet::from([
+                Capability::FsRead,
+                Capability::FsWrite,
+                Capability::Session,
+                Capability::Parallel,
+            ]),
             read_dirs: Vec::new(),
         }),
         "skills" => Some(Builtin {

@@ -17,7 +17,10 @@ use crate::toolset::{ToolResult, ToolSpec, Toolset};
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, OnceLock};
+use crate::caps::workers::{Runner, Workers};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Instant;
 use wasmtime::{Store, Trap};
 use wasmtime_wasi::WasiCtxBuilder;
 
@@ -33,6 +36,9 @@ pub enum LoadError {
 
 /// A loaded Wasm toolset.
 pub struct WasmToolset {
+    /// This set, once it is shared ([`WasmToolset::into_arc`]): what a call's
+    /// worker threads run.
+    me: Weak<WasmToolset>,
     name: String,
     /// The component pre-instantiated, made on first use when the
     /// description was remembered ([`crate::describe_cache`]).
@@ -71,6 +77,7 @@ impl WasmToolset {
         ui: &Arc<dyn Ui>,
     ) -> Result<WasmToolset, LoadError> {
         let mut toolset = WasmToolset {
+            me: Weak::new(),
             name: name.to_string(),
             pre: OnceLock::new(),
             digest: crate::engine::digest(&wasm),
@@ -99,7 +106,7 @@ impl WasmToolset {
             let _ = toolset.pre.set(Ok(pre));
             let session = Arc::new(Session::new());
             let (described, asked) = toolset
-                .run(&session, ui, FsAccess::None, |bindings, store, ctx| {
+                .run(&session, ui, FsAccess::None, Role::Other, |bindings, store, ctx| {
                     let described = bindings.iota_toolset_toolset().call_describe(&mut *store, ctx)?;
                     Ok((described, store.data().asked))
                 })
@@ -170,6 +177,11 @@ impl WasmToolset {
         }
     }
 
+    /// The set, shared: from here on its calls can have workers.
+    pub fn into_arc(self) -> Arc<WasmToolset> {
+        Arc::new_cyclic(|me| WasmToolset { me: me.clone(), ..self })
+    }
+
     /// Lets the toolset read `dirs` too (read-only, at their absolute paths).
     pub fn with_read_dirs(mut self, dirs: Vec<PathBuf>) -> WasmToolset {
         self.read_dirs = dirs;
@@ -202,6 +214,30 @@ impl WasmToolset {
         }
     }
 
+    /// The queue a tool call's tasks go to: each task invokes this set in a
+    /// fresh store with the caller's `access`, session and `deadline`, and
+    /// nobody to ask.
+    fn workers(&self, session: &Arc<Session>, access: FsAccess, deadline: Instant) -> Result<Workers, &'static str> {
+        if !self.requested.contains(&Capability::Parallel) {
+            return Err("this toolset does not import iota:toolset/workers");
+        }
+        let toolset = self.me.upgrade().ok_or("this host has no workers for this toolset")?;
+        let session = session.clone();
+        let runner: Runner = Arc::new(move |tool: &str, input: &str, abandoned: &Arc<AtomicBool>| {
+            let nobody: Arc<dyn Ui> = Arc::new(crate::caps::ui::NoUi);
+            let role = Role::Task {
+                deadline,
+                abandoned: abandoned.clone(),
+            };
+            toolset
+                .run(&session, &nobody, access, role, |b, store, ctx| {
+                    b.iota_toolset_toolset().call_invoke(store, ctx, tool, input)
+                })
+                .and_then(|result| if result.is_error { Err(result.text) } else { Ok(result.text) })
+        });
+        Ok(Workers::new(runner))
+    }
+
     /// Runs `f` against a fresh instance in a fresh store with the limits and
     /// `access`; any trap, panic, timeout or limit hit becomes an error text.
     fn run<R>(
@@ -209,9 +245,19 @@ impl WasmToolset {
         session: &Arc<Session>,
         ui: &Arc<dyn Ui>,
         access: FsAccess,
+        role: Role,
         f: impl FnOnce(&crate::caps::bindings::ToolsetHost, &mut Store<CallState>, &Context) -> wasmtime::Result<R>,
     ) -> Result<R, String> {
         let pre = self.pre()?;
+        let (deadline, abandoned) = match &role {
+            Role::Task { deadline, abandoned } => (*deadline, Some(abandoned.clone())),
+            _ => (Instant::now() + self.limits.timeout, None),
+        };
+        let workers = match role {
+            Role::Call => self.workers(session, access, deadline),
+            Role::Task { .. } => Err("a task cannot submit tasks"),
+            Role::Other => Err("only a tool call can have workers"),
+        };
         let (stdout, stderr) = (caps::stdio_pipe(), caps::stdio_pipe());
         let mut builder = WasiCtxBuilder::new();
         builder
@@ -234,16 +280,20 @@ impl WasmToolset {
             process: self.process.clone(),
             bulk_roots,
             asked: false,
+            workers,
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|s| &mut s.limiter);
-        // Every tick checks for a cancellation of the session's calls; the
-        // time limit is the tick count, so a call stops at whichever comes first.
-        let (cancelled_at_start, mut ticks_left) = (session.cancellations(), Engine::ticks(self.limits.timeout));
+        // Every tick checks for a cancellation of the session's calls (and for
+        // a task, of the call it is part of); the time limit is the tick
+        // count, so a call stops at whichever comes first.
+        let cancelled_at_start = session.cancellations();
+        let mut ticks_left = Engine::ticks(deadline.saturating_duration_since(Instant::now()));
         let watched = session.clone();
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |_| {
-            if watched.cancellations() != cancelled_at_start {
+            let abandoned = abandoned.as_ref().is_some_and(|a| a.load(Ordering::Relaxed));
+            if abandoned || watched.cancellations() != cancelled_at_start {
                 return Err(wasmtime::Error::from(Cancelled));
             }
             if ticks_left <= 1 {
@@ -311,6 +361,17 @@ impl WasmToolset {
     }
 }
 
+/// What a store is made for.
+enum Role {
+    /// A tool call: it may submit tasks (`iota:toolset/workers`).
+    Call,
+    /// A task of a tool call, bound by the call's deadline and stopped when
+    /// the call no longer waits for it.
+    Task { deadline: Instant, abandoned: Arc<AtomicBool> },
+    /// Describe, prompt, preview.
+    Other,
+}
+
 /// Why a call stopped when its session cancelled it.
 #[derive(Debug)]
 struct Cancelled;
@@ -348,7 +409,7 @@ impl Toolset for WasmToolset {
         } else {
             FsAccess::None
         };
-        self.run(&session, &ui, access, |b, store, ctx| {
+        self.run(&session, &ui, access, Role::Other, |b, store, ctx| {
             b.iota_toolset_toolset().call_prompt(store, ctx)
         })
         .ok()
@@ -362,7 +423,7 @@ impl Toolset for WasmToolset {
         } else {
             FsAccess::None
         };
-        self.run(session, &ui, access, |b, store, ctx| {
+        self.run(session, &ui, access, Role::Other, |b, store, ctx| {
             b.iota_toolset_toolset().call_preview(store, ctx, tool, args)
         })
         .ok()
@@ -371,7 +432,7 @@ impl Toolset for WasmToolset {
 
     fn invoke(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, tool: &str, args: &str) -> ToolResult {
         let access = self.access_for(tool);
-        self.run(session, ui, access, |b, store, ctx| {
+        self.run(session, ui, access, Role::Call, |b, store, ctx| {
             b.iota_toolset_toolset().call_invoke(store, ctx, tool, args)
         })
         .and_then(|result| self.within_output_limit(result))

@@ -20,8 +20,9 @@ use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContex
 use iota_toolset::ToolResult;
 use iota_toolset::bulk::{self, Content};
 use iota_toolset::output::{OUTPUT_CAP, clip};
+use iota_toolset::workers;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 /// The tool's name.
 pub const NAME: &str = "grep";
@@ -83,45 +84,160 @@ fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
     let pattern = &args.pattern;
     let include = args.include.as_deref().map(compile_include).transpose()?;
     let context = args.context.unwrap_or(0).clamp(0, MAX_CONTEXT) as usize;
-    let matcher = compile(pattern)?;
-    let required = RequiredLiterals::of(pattern);
+    let searcher = FileSearch::new(pattern, context, compile(pattern)?);
     let start = walk::start_dir(&ctx.jail, args.path.as_deref())?;
 
-    let mut searcher = SearcherBuilder::new()
-        .line_number(true)
-        .before_context(context)
-        .after_context(context)
-        // Binary files are recognised up front (NUL in the first 8,000 bytes).
-        .binary_detection(BinaryDetection::none())
-        .build();
     let mut out = Output::default();
-    // Files are read in batches, one host call each (see iota_toolset::bulk).
+    // Batches of files go to worker instances while the walk goes on; their
+    // rows are replayed here in walk order, so the caps stop the output
+    // exactly where a search in one instance would. Without workers (native,
+    // or refused) the batch is searched here.
+    let mut tasks = std::collections::VecDeque::new();
+    let mut parallel = true;
     let mut walk = walk::entries(&ctx.jail, &start);
     while !out.stopped {
         let batch = candidates(ctx, &mut walk, include.as_ref());
         if batch.paths.is_empty() {
             break;
         }
-        for (rel, content) in batch.rels.iter().zip(bulk::read_files(&batch.paths, MAX_FILE)) {
-            // Too large or unreadable files are skipped.
-            let Content::Data(buf) = content else { continue };
-            if required.as_ref().is_some_and(|r| !r.may_match(&buf)) || files::is_binary(&buf) {
-                continue;
+        if parallel {
+            let input = Shard {
+                pattern: pattern.clone(),
+                context,
+                batch,
+            };
+            match workers::submit(SHARD, &serde_json::to_string(&input).unwrap_or_default()) {
+                Ok(task) => {
+                    tasks.push_back(task);
+                    if tasks.len() >= IN_FLIGHT {
+                        replay(&mut out, tasks.pop_front())?;
+                    }
+                    continue;
+                }
+                Err(_) => {
+                    parallel = false;
+                    while !tasks.is_empty() && !out.stopped {
+                        replay(&mut out, tasks.pop_front())?;
+                    }
+                    searcher.batch(&input.batch, &mut out);
+                }
             }
-            let mut sink = FileSink { rel, out: &mut out };
-            // An error from one file (it cannot happen on a slice) skips that file.
-            let _ = searcher.search_slice(&matcher, &buf, &mut sink);
-            if out.stopped {
-                break;
-            }
+        } else {
+            searcher.batch(&batch, &mut out);
         }
+    }
+    while !tasks.is_empty() && !out.stopped {
+        replay(&mut out, tasks.pop_front())?;
     }
     Ok(out.finish(pattern))
 }
 
+/// The internal tool a worker runs for one batch: not described, so the model
+/// never sees it; its arguments are a [`Shard`], its text the rows as JSON.
+pub const SHARD: &str = "grep-batch";
+
+/// Batches submitted and not yet replayed: enough to keep every core busy
+/// while the walk goes on, few enough that a search stopped by its caps
+/// wastes little.
+const IN_FLIGHT: usize = 8;
+
+/// One batch for a worker.
+#[derive(Serialize, Deserialize)]
+struct Shard {
+    pattern: String,
+    context: usize,
+    batch: Batch,
+}
+
+/// What a worker found in one batch: the rows in order, and whether a cap
+/// stopped it (an event past the rows would pass a cap here as well).
+#[derive(Serialize, Deserialize)]
+struct Found {
+    rows: Vec<(bool, String)>,
+    stopped: bool,
+}
+
+/// Runs one batch in a worker instance: a [`Found`] as JSON.
+pub fn run_shard(input: &str) -> ToolResult {
+    let outcome = serde_json::from_str::<Shard>(input)
+        .map_err(|e| format!("malformed batch: {e}"))
+        .and_then(|shard| {
+            let matcher = RegexMatcherBuilder::new()
+                .line_terminator(Some(b'\n'))
+                .build(&shard.pattern)
+                .map_err(|e| format!("invalid regular expression: {e}"))?;
+            let mut out = Output::default();
+            FileSearch::new(&shard.pattern, shard.context, matcher).batch(&shard.batch, &mut out);
+            let found = Found {
+                rows: out.rows,
+                stopped: out.stopped,
+            };
+            serde_json::to_string(&found).map_err(|e| e.to_string())
+        });
+    ToolResult::from_outcome(SHARD, outcome)
+}
+
+/// Replays a worker's rows into `out`, as if they were found here.
+fn replay(out: &mut Output, task: Option<u64>) -> Result<(), String> {
+    let Some(task) = task else { return Ok(()) };
+    let found: Found = serde_json::from_str(&workers::wait(task)?).map_err(|e| e.to_string())?;
+    for (is_match, row) in found.rows {
+        let kept = if is_match { out.matched(row) } else { out.context(row) };
+        if !kept {
+            return Ok(());
+        }
+    }
+    // Here the batch stopped at a cap; the same next event passes it here too.
+    out.stopped |= found.stopped;
+    Ok(())
+}
+
+/// A compiled search of files: the matcher, the literal prefilter and the
+/// line searcher with its context.
+struct FileSearch {
+    matcher: RegexMatcher,
+    required: Option<RequiredLiterals>,
+    searcher: std::cell::RefCell<Searcher>,
+}
+
+impl FileSearch {
+    fn new(pattern: &str, context: usize, matcher: RegexMatcher) -> FileSearch {
+        let searcher = SearcherBuilder::new()
+            .line_number(true)
+            .before_context(context)
+            .after_context(context)
+            // Binary files are recognised up front (NUL in the first 8,000 bytes).
+            .binary_detection(BinaryDetection::none())
+            .build();
+        FileSearch {
+            matcher,
+            required: RequiredLiterals::of(pattern),
+            searcher: std::cell::RefCell::new(searcher),
+        }
+    }
+
+    /// Searches a batch of files in order, reading them in one host call.
+    fn batch(&self, batch: &Batch, out: &mut Output) {
+        let mut searcher = self.searcher.borrow_mut();
+        for (rel, content) in batch.rels.iter().zip(bulk::read_files(&batch.paths, MAX_FILE)) {
+            // Too large or unreadable files are skipped.
+            let Content::Data(buf) = content else { continue };
+            if self.required.as_ref().is_some_and(|r| !r.may_match(&buf)) || files::is_binary(&buf) {
+                continue;
+            }
+            let mut sink = FileSink { rel, out: &mut *out };
+            // An error from one file (it cannot happen on a slice) skips that file.
+            let _ = searcher.search_slice(&self.matcher, &buf, &mut sink);
+            if out.stopped {
+                return;
+            }
+        }
+    }
+}
+
 /// The next files to search: absolute paths for the host, root-relative
 /// ones for the output.
-#[derive(Default)]
+#[derive(Default, Serialize, Deserialize)]
 struct Batch {
     paths: Vec<String>,
     rels: Vec<String>,
@@ -158,10 +274,12 @@ fn candidates(
     batch
 }
 
-/// The output under construction and the reasons to stop.
+/// The output under construction and the reasons to stop: rows, each a
+/// match or a context line, already formatted.
 #[derive(Default)]
 struct Output {
-    text: String,
+    rows: Vec<(bool, String)>,
+    len: usize,
     matches: usize,
     stopped: bool,
 }
@@ -169,33 +287,61 @@ struct Output {
 impl Output {
     const FOOTER_ROOM: usize = 128;
 
-    /// Appends one line; false (and stopped) when it would pass the cap.
-    fn push(&mut self, rel: &str, number: u64, separator: char, line: &[u8]) -> bool {
-        let line = String::from_utf8_lossy(line);
-        let line = line.trim_end_matches(['\n', '\r']);
-        let row = format!("{rel}:{number}{separator} {}\n", clip(line, LINE_CLIP));
-        if self.text.len() + row.len() > OUTPUT_CAP - Self::FOOTER_ROOM {
+    /// Adds a match row; false (and stopped) at the match cap or the size cap.
+    fn matched(&mut self, row: String) -> bool {
+        if self.matches == MAX_MATCHES {
             self.stopped = true;
             return false;
         }
-        self.text.push_str(&row);
+        let kept = self.push(true, row);
+        if kept {
+            self.matches += 1;
+        }
+        kept
+    }
+
+    /// Adds a context row; false (and stopped) when it would pass the size cap.
+    fn context(&mut self, row: String) -> bool {
+        self.push(false, row)
+    }
+
+    fn push(&mut self, is_match: bool, row: String) -> bool {
+        if self.len + row.len() + 1 > OUTPUT_CAP - Self::FOOTER_ROOM {
+            self.stopped = true;
+            return false;
+        }
+        self.len += row.len() + 1;
+        self.rows.push((is_match, row));
         true
     }
 
-    fn finish(mut self, pattern: &str) -> String {
+    fn finish(self, pattern: &str) -> String {
         if self.matches == 0 {
             return format!("no matches for {pattern}");
         }
+        let mut text = String::with_capacity(self.len + Self::FOOTER_ROOM);
+        for (_, row) in &self.rows {
+            text.push_str(row);
+            text.push('\n');
+        }
         if self.stopped {
-            self.text.push_str(&format!(
+            text.push_str(&format!(
                 "[stopped after {} matches; refine the pattern or use include to narrow the search]",
                 self.matches
             ));
         } else {
-            self.text.pop();
+            text.pop();
         }
-        self.text
+        text
     }
+}
+
+/// One output line: `path:line: text` for a match, `path:line- text` for
+/// context, the text clipped.
+fn row(rel: &str, number: u64, separator: char, line: &[u8]) -> String {
+    let line = String::from_utf8_lossy(line);
+    let line = line.trim_end_matches(['\n', '\r']);
+    format!("{rel}:{number}{separator} {}", clip(line, LINE_CLIP))
 }
 
 struct FileSink<'a> {
@@ -207,24 +353,13 @@ impl Sink for FileSink<'_> {
     type Error = std::io::Error;
 
     fn matched(&mut self, _: &Searcher, mat: &SinkMatch<'_>) -> Result<bool, Self::Error> {
-        if self.out.matches == MAX_MATCHES {
-            self.out.stopped = true;
-            return Ok(false);
-        }
-        let first = mat.line_number().unwrap_or(0);
-        // A match spans one line here (line-oriented search); iterate anyway.
-        for (i, line) in mat.lines().enumerate() {
-            if !self.out.push(self.rel, first + i as u64, ':', line) {
-                return Ok(false);
-            }
-        }
-        self.out.matches += 1;
-        Ok(true)
+        // A match is one line here: the search is line-oriented.
+        let number = mat.line_number().unwrap_or(0);
+        Ok(self.out.matched(row(self.rel, number, ':', mat.bytes())))
     }
 
     fn context(&mut self, _: &Searcher, ctx: &SinkContext<'_>) -> Result<bool, Self::Error> {
-        Ok(self
-            .out
-            .push(self.rel, ctx.line_number().unwrap_or(0), '-', ctx.bytes()))
+        let number = ctx.line_number().unwrap_or(0);
+        Ok(self.out.context(row(self.rel, number, '-', ctx.bytes())))
     }
 }

@@ -92,6 +92,7 @@ pub fn invoke(ctx: &Ctx, config: &CodeConfig, tool: &str, args: &str) -> ToolRes
     match tool {
         glob::NAME => call(tool, args, |args| glob::run(ctx, &args)),
         grep::NAME => call(tool, args, |args| grep::run(ctx, &args)),
+        grep::SHARD => grep::run_shard(args),
         list_dir::NAME => call(tool, args, |args| list_dir::run(ctx, &args)),
         read_file::NAME => call(tool, args, |args| read_file::run(ctx, &args)),
         edit_file::NAME if !config.read_only => call(tool, args, |args| edit_file::run(ctx, &args)),

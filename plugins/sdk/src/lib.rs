@@ -23,6 +23,7 @@ pub mod output;
 pub mod session;
 pub mod size;
 pub mod tool;
+pub mod workers;
 
 /// Bindings generated from `wit/toolset.wit`.
 #[allow(missing_docs)]

@@ -1,0 +1,223 @@
+//! The `workers` capability: parts of one call run on several cores, each on
+//! a fresh instance of the same component.
+//!
+//! A call that may have workers gets a [`Workers`] queue in its store. Tasks
+//! run on up to one thread per core, started when tasks are queued and gone
+//! when the queue is empty; each runs the component's own `invoke` through a
+//! [`Runner`] the toolset builds with the caller's filesystem view, session
+//! and deadline, and nobody to ask. Dropping the queue (the call ended)
+//! abandons what has not started and stops what is running at its next
+//! epoch tick.
+
+use super::CallState;
+use super::bindings::iota::toolset::workers::Host;
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// Runs one task: `(tool, input, abandoned)` to the result text or the error
+/// text. It must return soon after `abandoned` is set.
+pub type Runner = Arc<dyn Fn(&str, &str, &Arc<AtomicBool>) -> Result<String, String> + Send + Sync>;
+
+/// Tasks one call may have submitted and not yet waited for.
+pub const MAX_OUTSTANDING: usize = 64;
+
+/// Worker threads one call may use at most.
+const MAX_THREADS: usize = 8;
+
+/// One call's tasks.
+pub struct Workers {
+    shared: Arc<Shared>,
+    threads: usize,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    changed: Condvar,
+    runner: Runner,
+    abandoned: Arc<AtomicBool>,
+}
+
+#[derive(Default)]
+struct State {
+    queue: VecDeque<(u64, String, String)>,
+    done: HashMap<u64, Result<String, String>>,
+    /// Submitted and not yet waited for.
+    outstanding: HashSet<u64>,
+    next: u64,
+    threads: usize,
+}
+
+impl Workers {
+    /// A queue whose tasks `runner` runs, on up to one thread per core.
+    pub fn new(runner: Runner) -> Workers {
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        Workers {
+            shared: Arc::new(Shared {
+                state: Mutex::new(State::default()),
+                changed: Condvar::new(),
+                runner,
+                abandoned: Arc::new(AtomicBool::new(false)),
+            }),
+            threads: cores.clamp(1, MAX_THREADS),
+        }
+    }
+
+    /// Queues a task; its number, or why not.
+    pub fn submit(&self, tool: String, input: String) -> Result<u64, String> {
+        let mut state = self.shared.lock();
+        if state.outstanding.len() >= MAX_OUTSTANDING {
+            return Err(format!(
+                "too many tasks outstanding (at most {MAX_OUTSTANDING}): wait for some first"
+            ));
+        }
+        let id = state.next;
+        state.next += 1;
+        state.outstanding.insert(id);
+        state.queue.push_back((id, tool, input));
+        if state.threads < self.threads {
+            let shared = self.shared.clone();
+            let spawned = std::thread::Builder::new()
+                .name("iota-worker".into())
+                .spawn(move || shared.work());
+            // Without a new thread the running ones still drain the queue; with
+            // none at all the task is answered with the error.
+            if spawned.is_ok() {
+                state.threads += 1;
+            } else if state.threads == 0 {
+                state.queue.pop_back();
+                state.done.insert(id, Err("no worker thread could be started".into()));
+            }
+        }
+        drop(state);
+        self.shared.changed.notify_all();
+        Ok(id)
+    }
+
+    /// Waits for task `id` and takes its result.
+    pub fn wait(&self, id: u64) -> Result<String, String> {
+        let mut state = self.shared.lock();
+        if !state.outstanding.contains(&id) {
+            return Err(format!("no task {id} is waiting to be collected"));
+        }
+        loop {
+            if let Some(result) = state.done.remove(&id) {
+                state.outstanding.remove(&id);
+                return result;
+            }
+            state = self.shared.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+}
+
+impl Drop for Workers {
+    fn drop(&mut self) {
+        self.shared.abandoned.store(true, Ordering::Relaxed);
+        self.shared.lock().queue.clear();
+    }
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A worker thread: runs queued tasks until there are none.
+    fn work(&self) {
+        loop {
+            let mut state = self.lock();
+            let Some((id, tool, input)) = state.queue.pop_front() else {
+                state.threads -= 1;
+                return;
+            };
+            drop(state);
+            let result = if self.abandoned.load(Ordering::Relaxed) {
+                Err("abandoned".to_string())
+            } else {
+                (self.runner)(&tool, &input, &self.abandoned)
+            };
+            self.lock().done.insert(id, result);
+            self.changed.notify_all();
+        }
+    }
+}
+
+impl Host for CallState {
+    fn submit(&mut self, tool: String, input: String) -> Result<u64, String> {
+        match &self.workers {
+            Ok(workers) => workers.submit(tool, input),
+            Err(why) => Err(why.to_string()),
+        }
+    }
+
+    fn wait(&mut self, task: u64) -> Result<String, String> {
+        match &self.workers {
+            Ok(workers) => workers.wait(task),
+            Err(why) => Err(why.to_string()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn echo() -> Runner {
+        Arc::new(|tool: &str, input: &str, _: &Arc<AtomicBool>| {
+            if tool == "fail" {
+                Err(input.to_string())
+            } else {
+                Ok(format!("{tool}:{input}"))
+            }
+        })
+    }
+
+    #[test]
+    fn results_come_back_by_number_whatever_order_they_finish_in() {
+        let workers = Workers::new(echo());
+        let ids: Vec<u64> = (0..20)
+            .map(|i| workers.submit("t".into(), i.to_string()).unwrap())
+            .collect();
+        let failed = workers.submit("fail".into(), "why".into()).unwrap();
+        for (i, id) in ids.iter().enumerate().rev() {
+            assert_eq!(workers.wait(*id), Ok(format!("t:{i}")));
+        }
+        assert_eq!(workers.wait(failed), Err("why".into()));
+        assert_eq!(workers.wait(failed), Err(format!("no task {failed} is waiting to be collected")));
+        assert!(workers.wait(999).is_err());
+    }
+
+    #[test]
+    fn outstanding_tasks_are_bounded() {
+        let workers = Workers::new(echo());
+        for i in 0..MAX_OUTSTANDING {
+            workers.submit("t".into(), i.to_string()).unwrap();
+        }
+        let refused = workers.submit("t".into(), "one more".into()).unwrap_err();
+        assert!(refused.starts_with("too many tasks outstanding"), "{refused}");
+        workers.wait(0).unwrap();
+        assert!(workers.submit("t".into(), "now".into()).is_ok());
+    }
+
+    #[test]
+    fn dropping_the_queue_stops_running_tasks() {
+        let stopped = Arc::new(AtomicBool::new(false));
+        let seen = stopped.clone();
+        let runner: Runner = Arc::new(move |_: &str, _: &str, abandoned: &Arc<AtomicBool>| {
+            while !abandoned.load(Ordering::Relaxed) {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            seen.store(true, Ordering::Relaxed);
+            Err("abandoned".into())
+        });
+        let workers = Workers::new(runner);
+        workers.submit("spin".into(), String::new()).unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        drop(workers);
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !stopped.load(Ordering::Relaxed) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(stopped.load(Ordering::Relaxed), "the running task saw the abandonment");
+    }
+}

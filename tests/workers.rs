@@ -1,0 +1,96 @@
+//! Worker tasks (`iota:toolset/workers`): grep's output over many batches is
+//! exactly the one-instance output, and a task never has more than the call
+//! that submitted it — not its writes, not workers of its own, not more time.
+
+mod support;
+
+use serde_json::json;
+use std::time::{Duration, Instant};
+use support::{COMPONENTS, Project};
+
+#[test]
+fn grep_over_many_batches_keeps_walk_order_and_the_caps() {
+    let p = Project::new();
+    // 600 files, five batches and more: a/ never matches, every third file of
+    // b/ does on its second line, every file of c/ does.
+    for i in 0..200 {
+        p.write(&format!("a/f{i:03}.txt"), "nothing here\n");
+        let b = if i % 3 == 0 { format!("x\nhit b {i}\n") } else { "x\n".to_string() };
+        p.write(&format!("b/f{i:03}.txt"), b);
+        p.write(&format!("c/f{i:03}.txt"), format!("hit c {i}\n"));
+    }
+    let only_b: Vec<String> = (0..200)
+        .step_by(3)
+        .map(|i| format!("b/f{i:03}.txt:2: hit b {i}"))
+        .collect();
+    support::assert_ok(&p.call("grep", json!({"pattern": "hit b"})), &only_b.join("\n"));
+
+    let r = p.call("grep", json!({"pattern": "hit"}));
+    let mut expected = only_b.clone();
+    expected.extend((0..33).map(|i| format!("c/f{i:03}.txt:1: hit c {i}")));
+    expected.push("[stopped after 100 matches; refine the pattern or use include to narrow the search]".into());
+    support::assert_ok(&r, &expected.join("\n"));
+
+    let r = p.call("grep", json!({"pattern": "hit c 19[0-9]", "context": 1}));
+    let expected: Vec<String> = (190..200).map(|i| format!("c/f{i}.txt:1: hit c {i}")).collect();
+    support::assert_ok(&r, &expected.join("\n"));
+}
+
+fn hostile(grant: &str, timeout: u64) -> Project {
+    Project::new().config(&format!(
+        "toolsets:\n  hostile:\n    path: {COMPONENTS}/hostile.wasm\n    grant: [{grant}]\n    limits: {{timeout: {timeout}}}\nagents:\n  a:\n    tools:\n      hostile:\n"
+    ))
+}
+
+#[test]
+fn a_task_has_the_callers_view_of_the_files_not_its_tools() {
+    let p = hostile("process, parallel, write", 20);
+    let target = p.path("written.txt");
+    let outside = p.outside().join("written.txt");
+    let scribble = |path: &std::path::Path| json!({"path": path.to_str().unwrap(), "text": "x"});
+    // The writer itself asks first, and nobody can answer here.
+    let direct = p.call("scribble", scribble(&target));
+    assert!(direct.is_error, "{}", direct.text);
+    // Through a reader's tasks it gets the reader's read-only view.
+    for path in [&target, &outside] {
+        let r = p.call("fanout", json!({"tool": "scribble", "input": scribble(path)}));
+        assert!(r.text.starts_with("task failed: cannot write"), "{}", r.text);
+    }
+    assert!(!target.exists() && !outside.exists(), "nothing was written");
+}
+
+#[test]
+fn a_task_cannot_submit_tasks() {
+    let p = hostile("process, parallel", 20);
+    let r = p.call("fanout", json!({"tool": "fanout", "input": {"tool": "echo"}}));
+    support::assert_ok(&r, "task ok: submit refused: a task cannot submit tasks");
+}
+
+#[test]
+fn outstanding_tasks_are_bounded() {
+    let p = hostile("process, parallel", 20);
+    let r = p.call("fanout", json!({"tool": "echo", "input": {"n": 1}, "count": 1000}));
+    let lines: Vec<&str> = r.text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "submit refused: too many tasks outstanding (at most 64): wait for some first"
+    );
+    assert_eq!(lines.len(), 65);
+    assert!(lines[1..].iter().all(|l| *l == "task ok: echo {\"n\":1}"), "{}", r.text);
+}
+
+#[test]
+fn spinning_tasks_stop_at_the_callers_deadline() {
+    let p = hostile("process, parallel", 2);
+    let started = Instant::now();
+    let rs = p.calls(&[
+        ("fanout", json!({"tool": "spin", "count": 3})),
+        ("fanout", json!({"tool": "spin", "count": 3, "abandon": true})),
+        ("echo", json!({})),
+    ]);
+    let failed = "task failed: toolset \"hostile\" ran past its time limit (2s) and was stopped";
+    support::assert_ok(&rs[0], &[failed; 3].join("\n"));
+    support::assert_ok(&rs[1], "abandoned 3");
+    support::assert_ok(&rs[2], "echo {}");
+    assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
+}

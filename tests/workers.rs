@@ -15,7 +15,11 @@ fn grep_over_many_batches_keeps_walk_order_and_the_caps() {
     // b/ does on its second line, every file of c/ does.
     for i in 0..200 {
         p.write(&format!("a/f{i:03}.txt"), "nothing here\n");
-        let b = if i % 3 == 0 { format!("x\nhit b {i}\n") } else { "x\n".to_string() };
+        let b = if i % 3 == 0 {
+            format!("x\nhit b {i}\n")
+        } else {
+            "x\n".to_string()
+        };
         p.write(&format!("b/f{i:03}.txt"), b);
         p.write(&format!("c/f{i:03}.txt"), format!("hit c {i}\n"));
     }

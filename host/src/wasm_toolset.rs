@@ -7,6 +7,7 @@ use crate::caps::bindings::ToolsetHostPre;
 use crate::caps::bindings::iota::toolset::types::Context;
 use crate::caps::fs::{self, FsAccess};
 use crate::caps::ui::Ui;
+use crate::caps::workers::{NewWorker, Workers};
 use crate::caps::{self, CallState, MemoryLimiter};
 use crate::config::{Capability, Limits};
 use crate::describe_cache;
@@ -17,12 +18,12 @@ use crate::toolset::{ToolResult, ToolSpec, Toolset};
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use crate::caps::workers::{Runner, Workers};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Instant;
 use wasmtime::{Store, Trap};
 use wasmtime_wasi::WasiCtxBuilder;
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 
 /// Why a toolset could not be loaded.
 #[derive(Debug)]
@@ -214,28 +215,45 @@ impl WasmToolset {
         }
     }
 
-    /// The queue a tool call's tasks go to: each task invokes this set in a
-    /// fresh store with the caller's `access`, session and `deadline`, and
-    /// nobody to ask.
+    /// The queue a tool call's tasks go to: each worker thread invokes this
+    /// set with the caller's `access`, session and `deadline`, and nobody to
+    /// ask, keeping its instance from task to task of this call (a fresh
+    /// one after a task fails).
     fn workers(&self, session: &Arc<Session>, access: FsAccess, deadline: Instant) -> Result<Workers, &'static str> {
         if !self.requested.contains(&Capability::Parallel) {
             return Err("this toolset does not import iota:toolset/workers");
         }
         let toolset = self.me.upgrade().ok_or("this host has no workers for this toolset")?;
         let session = session.clone();
-        let runner: Runner = Arc::new(move |tool: &str, input: &str, abandoned: &Arc<AtomicBool>| {
-            let nobody: Arc<dyn Ui> = Arc::new(crate::caps::ui::NoUi);
-            let role = Role::Task {
-                deadline,
-                abandoned: abandoned.clone(),
-            };
-            toolset
-                .run(&session, &nobody, access, role, |b, store, ctx| {
+        let new_worker: NewWorker = Arc::new(move |abandoned: &Arc<AtomicBool>| {
+            let toolset = toolset.clone();
+            let session = session.clone();
+            let abandoned = abandoned.clone();
+            let mut kept: Option<Instance> = None;
+            Box::new(move |tool: &str, input: &str| {
+                let mut instance = match kept.take() {
+                    Some(instance) => instance,
+                    None => {
+                        let nobody: Arc<dyn Ui> = Arc::new(crate::caps::ui::NoUi);
+                        let role = Role::Task {
+                            deadline,
+                            abandoned: abandoned.clone(),
+                        };
+                        toolset.instantiate(&session, &nobody, access, role)?
+                    }
+                };
+                let result = toolset.call(&mut instance, |b, store, ctx| {
                     b.iota_toolset_toolset().call_invoke(store, ctx, tool, input)
-                })
-                .and_then(|result| if result.is_error { Err(result.text) } else { Ok(result.text) })
+                })?;
+                kept = Some(instance);
+                if result.is_error {
+                    Err(result.text)
+                } else {
+                    Ok(result.text)
+                }
+            }) as Box<dyn FnMut(&str, &str) -> Result<String, String> + Send>
         });
-        Ok(Workers::new(runner))
+        Ok(Workers::new(new_worker))
     }
 
     /// Runs `f` against a fresh instance in a fresh store with the limits and
@@ -248,6 +266,19 @@ impl WasmToolset {
         role: Role,
         f: impl FnOnce(&crate::caps::bindings::ToolsetHost, &mut Store<CallState>, &Context) -> wasmtime::Result<R>,
     ) -> Result<R, String> {
+        let mut instance = self.instantiate(session, ui, access, role)?;
+        self.call(&mut instance, f)
+    }
+
+    /// A fresh store with the limits, `access` and deadline, and the
+    /// component instantiated in it.
+    fn instantiate(
+        &self,
+        session: &Arc<Session>,
+        ui: &Arc<dyn Ui>,
+        access: FsAccess,
+        role: Role,
+    ) -> Result<Instance, String> {
         let pre = self.pre()?;
         let (deadline, abandoned) = match &role {
             Role::Task { deadline, abandoned } => (*deadline, Some(abandoned.clone())),
@@ -302,14 +333,38 @@ impl WasmToolset {
             ticks_left -= 1;
             Ok(wasmtime::UpdateDeadline::Continue(1))
         });
+        match pre.instantiate(&mut store) {
+            Ok(bindings) => Ok(Instance {
+                store,
+                bindings,
+                stdout,
+                stderr,
+            }),
+            Err(err) => Err(self.failure(&err, &store, &stdout, &stderr)),
+        }
+    }
+
+    /// Calls into `instance`; a failure is an error text naming its cause,
+    /// after which the instance must not be used again.
+    fn call<R>(
+        &self,
+        instance: &mut Instance,
+        f: impl FnOnce(&crate::caps::bindings::ToolsetHost, &mut Store<CallState>, &Context) -> wasmtime::Result<R>,
+    ) -> Result<R, String> {
         let ctx = self.context();
-        let result = pre
-            .instantiate(&mut store)
-            .and_then(|bindings| f(&bindings, &mut store, &ctx));
-        result.map_err(|err| {
-            let flooded = stdout.contents().len() >= caps::STDIO_CAP || stderr.contents().len() >= caps::STDIO_CAP;
-            self.describe_failure(&err, store.data().limiter.hit, flooded, &stderr.contents())
-        })
+        f(&instance.bindings, &mut instance.store, &ctx)
+            .map_err(|err| self.failure(&err, &instance.store, &instance.stdout, &instance.stderr))
+    }
+
+    fn failure(
+        &self,
+        err: &wasmtime::Error,
+        store: &Store<CallState>,
+        stdout: &MemoryOutputPipe,
+        stderr: &MemoryOutputPipe,
+    ) -> String {
+        let flooded = stdout.contents().len() >= caps::STDIO_CAP || stderr.contents().len() >= caps::STDIO_CAP;
+        self.describe_failure(err, store.data().limiter.hit, flooded, &stderr.contents())
     }
 
     /// The result, unless it is larger than the set's output limit.
@@ -361,13 +416,25 @@ impl WasmToolset {
     }
 }
 
+/// A component instance in its store, with the pipes its stdout and
+/// stderr go to.
+struct Instance {
+    store: Store<CallState>,
+    bindings: crate::caps::bindings::ToolsetHost,
+    stdout: MemoryOutputPipe,
+    stderr: MemoryOutputPipe,
+}
+
 /// What a store is made for.
 enum Role {
     /// A tool call: it may submit tasks (`iota:toolset/workers`).
     Call,
     /// A task of a tool call, bound by the call's deadline and stopped when
     /// the call no longer waits for it.
-    Task { deadline: Instant, abandoned: Arc<AtomicBool> },
+    Task {
+        deadline: Instant,
+        abandoned: Arc<AtomicBool>,
+    },
     /// Describe, prompt, preview.
     Other,
 }

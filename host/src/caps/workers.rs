@@ -4,8 +4,9 @@
 //! A call that may have workers gets a [`Workers`] queue in its store. Tasks
 //! run on up to one thread per core, started when tasks are queued and gone
 //! when the queue is empty; each runs the component's own `invoke` through a
-//! [`Runner`] the toolset builds with the caller's filesystem view, session
-//! and deadline, and nobody to ask. Dropping the queue (the call ended)
+//! [`Worker`] the toolset builds with the caller's filesystem view, session
+//! and deadline, and nobody to ask (one instance per thread, kept from task
+//! to task of the same call). Dropping the queue (the call ended)
 //! abandons what has not started and stops what is running at its next
 //! epoch tick.
 
@@ -15,9 +16,13 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
-/// Runs one task: `(tool, input, abandoned)` to the result text or the error
-/// text. It must return soon after `abandoned` is set.
-pub type Runner = Arc<dyn Fn(&str, &str, &Arc<AtomicBool>) -> Result<String, String> + Send + Sync>;
+/// What one worker thread runs its tasks with: `(tool, input)` to the result
+/// text or the error text. It may keep an instance between tasks.
+pub type Worker = Box<dyn FnMut(&str, &str) -> Result<String, String> + Send>;
+
+/// Makes a worker thread's [`Worker`]; the flag is set when the call stops
+/// waiting, and a running task must return soon after.
+pub type NewWorker = Arc<dyn Fn(&Arc<AtomicBool>) -> Worker + Send + Sync>;
 
 /// Tasks one call may have submitted and not yet waited for.
 pub const MAX_OUTSTANDING: usize = 64;
@@ -34,7 +39,7 @@ pub struct Workers {
 struct Shared {
     state: Mutex<State>,
     changed: Condvar,
-    runner: Runner,
+    new_worker: NewWorker,
     abandoned: Arc<AtomicBool>,
 }
 
@@ -49,14 +54,15 @@ struct State {
 }
 
 impl Workers {
-    /// A queue whose tasks `runner` runs, on up to one thread per core.
-    pub fn new(runner: Runner) -> Workers {
+    /// A queue whose tasks run on up to one thread per core, each with a
+    /// worker from `new_worker`.
+    pub fn new(new_worker: NewWorker) -> Workers {
         let cores = std::thread::available_parallelism().map_or(1, usize::from);
         Workers {
             shared: Arc::new(Shared {
                 state: Mutex::new(State::default()),
                 changed: Condvar::new(),
-                runner,
+                new_worker,
                 abandoned: Arc::new(AtomicBool::new(false)),
             }),
             threads: cores.clamp(1, MAX_THREADS),
@@ -124,6 +130,7 @@ impl Shared {
 
     /// A worker thread: runs queued tasks until there are none.
     fn work(&self) {
+        let mut worker = (self.new_worker)(&self.abandoned);
         loop {
             let mut state = self.lock();
             let Some((id, tool, input)) = state.queue.pop_front() else {
@@ -134,7 +141,7 @@ impl Shared {
             let result = if self.abandoned.load(Ordering::Relaxed) {
                 Err("abandoned".to_string())
             } else {
-                (self.runner)(&tool, &input, &self.abandoned)
+                worker(&tool, &input)
             };
             self.lock().done.insert(id, result);
             self.changed.notify_all();
@@ -162,13 +169,15 @@ impl Host for CallState {
 mod tests {
     use super::*;
 
-    fn echo() -> Runner {
-        Arc::new(|tool: &str, input: &str, _: &Arc<AtomicBool>| {
-            if tool == "fail" {
-                Err(input.to_string())
-            } else {
-                Ok(format!("{tool}:{input}"))
-            }
+    fn echo() -> NewWorker {
+        Arc::new(|_: &Arc<AtomicBool>| {
+            Box::new(|tool: &str, input: &str| {
+                if tool == "fail" {
+                    Err(input.to_string())
+                } else {
+                    Ok(format!("{tool}:{input}"))
+                }
+            })
         })
     }
 
@@ -183,7 +192,10 @@ mod tests {
             assert_eq!(workers.wait(*id), Ok(format!("t:{i}")));
         }
         assert_eq!(workers.wait(failed), Err("why".into()));
-        assert_eq!(workers.wait(failed), Err(format!("no task {failed} is waiting to be collected")));
+        assert_eq!(
+            workers.wait(failed),
+            Err(format!("no task {failed} is waiting to be collected"))
+        );
         assert!(workers.wait(999).is_err());
     }
 
@@ -203,14 +215,17 @@ mod tests {
     fn dropping_the_queue_stops_running_tasks() {
         let stopped = Arc::new(AtomicBool::new(false));
         let seen = stopped.clone();
-        let runner: Runner = Arc::new(move |_: &str, _: &str, abandoned: &Arc<AtomicBool>| {
-            while !abandoned.load(Ordering::Relaxed) {
-                std::thread::sleep(std::time::Duration::from_millis(1));
-            }
-            seen.store(true, Ordering::Relaxed);
-            Err("abandoned".into())
+        let new_worker: NewWorker = Arc::new(move |abandoned: &Arc<AtomicBool>| {
+            let (abandoned, seen) = (abandoned.clone(), seen.clone());
+            Box::new(move |_: &str, _: &str| {
+                while !abandoned.load(Ordering::Relaxed) {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+                seen.store(true, Ordering::Relaxed);
+                Err("abandoned".into())
+            })
         });
-        let workers = Workers::new(runner);
+        let workers = Workers::new(new_worker);
         workers.submit("spin".into(), String::new()).unwrap();
         std::thread::sleep(std::time::Duration::from_millis(20));
         drop(workers);

@@ -48,8 +48,8 @@ pub const MAX_MATCHES: usize = 100;
 pub const MAX_FILE: u64 = 10 * 1024 * 1024;
 /// Each output line's text is clipped at this many bytes.
 pub const LINE_CLIP: usize = 500;
-/// Files read per host call.
-const BATCH: usize = 128;
+/// Files per batch: what one worker task searches.
+const BATCH: usize = 512;
 /// Context is clamped to this many lines.
 pub const MAX_CONTEXT: i64 = 10;
 
@@ -139,7 +139,7 @@ pub const SHARD: &str = "grep-batch";
 /// Batches submitted and not yet replayed: enough to keep every core busy
 /// while the walk goes on, few enough that a search stopped by its caps
 /// wastes little.
-const IN_FLIGHT: usize = 8;
+const IN_FLIGHT: usize = 4;
 
 /// One batch for a worker.
 #[derive(Serialize, Deserialize)]
@@ -216,22 +216,24 @@ impl FileSearch {
         }
     }
 
-    /// Searches a batch of files in order, reading them in one host call.
+    /// Searches a batch of files in order, reading them a host answer at a
+    /// time.
     fn batch(&self, batch: &Batch, out: &mut Output) {
         let mut searcher = self.searcher.borrow_mut();
-        for (rel, content) in batch.rels.iter().zip(bulk::read_files(&batch.paths, MAX_FILE)) {
+        bulk::each_file(&batch.paths, MAX_FILE, |i, content| {
             // Too large or unreadable files are skipped.
-            let Content::Data(buf) = content else { continue };
+            let Content::Data(buf) = content else { return true };
             if self.required.as_ref().is_some_and(|r| !r.may_match(&buf)) || files::is_binary(&buf) {
-                continue;
+                return true;
             }
-            let mut sink = FileSink { rel, out: &mut *out };
+            let mut sink = FileSink {
+                rel: &batch.rels[i],
+                out: &mut *out,
+            };
             // An error from one file (it cannot happen on a slice) skips that file.
             let _ = searcher.search_slice(&self.matcher, &buf, &mut sink);
-            if out.stopped {
-                return;
-            }
-        }
+            !out.stopped
+        });
     }
 }
 

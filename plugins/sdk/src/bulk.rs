@@ -20,6 +20,23 @@ pub fn read_files(paths: &[String], max_size: u64) -> Vec<Content> {
     answers
 }
 
+/// Reads every path like [`read_files`], handing each answer to `f` in order
+/// as it arrives, so no more than one host answer (about 16 MiB) is held at
+/// once; stops early when `f` returns false.
+pub fn each_file(paths: &[String], max_size: u64, mut f: impl FnMut(usize, Content) -> bool) {
+    let mut done = 0;
+    while done < paths.len() {
+        let batch = read_some(&paths[done..], max_size);
+        assert!(!batch.is_empty(), "read-files answered nothing");
+        for content in batch {
+            if !f(done, content) {
+                return;
+            }
+            done += 1;
+        }
+    }
+}
+
 /// The entries of the directory at `path` (absolute, inside the project root
 /// or a read-only directory), in no particular order; a symlink is reported
 /// as one, never followed.

@@ -3,7 +3,8 @@
 //! every submit is refused and the caller does the work itself.
 //!
 //! A task is an `invoke` of this component's own `tool` with `input` as its
-//! arguments text, on a fresh instance with the caller's view of the files.
+//! arguments text, on another instance with the caller's view of the files
+//! (a worker's instance may run several tasks of the same call in turn).
 //! The tool need not be one the set describes: an internal entry point the
 //! model cannot call.
 

@@ -86,13 +86,7 @@ fn a_remembered_description_still_meets_the_grant_check() {
     let p = hostile(Project::new().with_private_cache(), "process, parallel");
     tools_json(&p);
     let p = hostile(p, "ui, parallel");
-    let out = p.run(&["tools"]);
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("toolset \"hostile\" imports iota:toolset/process@0.1.0 (run commands in the shell sandbox), which its config does not grant"),
-        "{err}"
-    );
+    support::assert_refused_for_process(&p.run(&["tools"]));
 }
 
 #[test]

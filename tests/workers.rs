@@ -98,3 +98,25 @@ fn spinning_tasks_stop_at_the_callers_deadline() {
     support::assert_ok(&rs[2], "echo {}");
     assert!(started.elapsed() < Duration::from_secs(10), "{:?}", started.elapsed());
 }
+
+#[test]
+fn glob_over_many_pieces_sorts_newest_first_with_ties_in_walk_order() {
+    let p = Project::new();
+    for dir in ["a", "b", "c"] {
+        for i in 0..100 {
+            let path = p.write(&format!("{dir}/f{i:03}.txt"), "x");
+            support::set_mtime(&path, 1_000_000);
+        }
+    }
+    support::set_mtime(&p.path("a/f010.txt"), 2_000_000);
+    support::set_mtime(&p.path("c/f050.txt"), 3_000_000);
+    let r = p.call("glob", json!({"pattern": "*.txt"}));
+    let mut expected = vec!["c/f050.txt".to_string(), "a/f010.txt".to_string()];
+    let ties = ["a", "b", "c"]
+        .into_iter()
+        .flat_map(|dir| (0..100).map(move |i| format!("{dir}/f{i:03}.txt")))
+        .filter(|rel| rel != "a/f010.txt" && rel != "c/f050.txt");
+    expected.extend(ties.take(198));
+    expected.push("[showing the 200 newest of 300 matches; narrow the pattern to see the rest]".into());
+    support::assert_ok(&r, &expected.join("\n"));
+}

@@ -207,6 +207,19 @@ pub fn cache_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("iota-cache")
 }
 
+/// Asserts that loading failed (exit 2) because the hostile fixture imports
+/// `process` and its config does not grant it.
+#[track_caller]
+pub fn assert_refused_for_process(out: &Output) {
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("toolset \"hostile\" imports iota:toolset/process@0.1.0 (run commands in the shell sandbox), which its config does not grant"),
+        "{err}"
+    );
+    assert!(err.contains("grant: [process]"), "{err}");
+}
+
 /// Asserts a successful result with exactly `text`.
 #[track_caller]
 pub fn assert_ok(result: &Result, text: &str) {

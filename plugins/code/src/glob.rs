@@ -9,11 +9,11 @@
 //! pattern to see the rest]. Nothing found is no files match <pattern>, not an
 //! error. .git and anything the root .gitignore matches are excluded.
 
-use crate::{Ctx, walk};
+use crate::{Ctx, fanout, walk};
 use iota_toolset::ToolResult;
 use iota_toolset::output::join_capped;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use std::time::SystemTime;
 
 /// The tool's name.
@@ -43,11 +43,85 @@ pub fn run(ctx: &Ctx, args: &Args) -> ToolResult {
 
 fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
     let pattern = &args.pattern;
-    let matcher = compile(pattern)?;
+    compile(pattern)?;
     let start = walk::start_dir(&ctx.jail, args.path.as_deref())?;
 
+    // Pieces of the walk are matched by workers, their answers joined in
+    // walk order up to the candidate cap.
+    let pieces = walk::pieces(&ctx.jail, &start, PIECES)
+        .into_iter()
+        .map(|entries| Piece {
+            pattern: pattern.clone(),
+            entries,
+        })
+        .collect();
     let mut found: Vec<(SystemTime, String)> = Vec::new();
-    for entry in walk::entries(&ctx.jail, &start) {
+    fanout::in_walk_order(
+        PIECE,
+        pieces,
+        |piece| match_piece(ctx, piece),
+        |matched: Vec<Match>| {
+            let room = CANDIDATES - found.len();
+            found.extend(matched.into_iter().take(room).map(|m| (m.modified(), m.rel)));
+            found.len() < CANDIDATES
+        },
+    )?;
+
+    if found.is_empty() {
+        return Ok(format!("no files match {pattern}"));
+    }
+    // Stable: ties keep the walk's lexical order.
+    found.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
+    let total = found.len();
+    let footer = (total > SHOWN)
+        .then(|| format!("[showing the {SHOWN} newest of {total} matches; narrow the pattern to see the rest]"));
+    Ok(join_capped(
+        found.iter().take(SHOWN).map(|(_, rel)| rel.as_str()),
+        footer.as_deref(),
+    ))
+}
+
+/// The internal tool a worker runs for one piece of the walk: not described,
+/// so the model never sees it; its arguments are a [`Piece`], its text the
+/// piece's matches as JSON.
+pub const PIECE: &str = "glob-piece";
+
+/// Pieces the walk is cut into.
+const PIECES: usize = 32;
+
+/// One piece of a glob for a worker.
+#[derive(Serialize, Deserialize)]
+struct Piece {
+    pattern: String,
+    entries: Vec<walk::Entry>,
+}
+
+/// A matching file: its root-relative path and modification time.
+#[derive(Serialize, Deserialize)]
+struct Match {
+    rel: String,
+    secs: u64,
+    nanos: u32,
+}
+
+impl Match {
+    fn modified(&self) -> SystemTime {
+        SystemTime::UNIX_EPOCH + std::time::Duration::new(self.secs, self.nanos)
+    }
+}
+
+/// Runs one piece in a worker instance.
+pub fn run_piece(ctx: &Ctx, input: &str) -> ToolResult {
+    fanout::answer(PIECE, input, |piece| match_piece(ctx, piece))
+}
+
+/// The files of one piece that match, in walk order, at most [`CANDIDATES`].
+fn match_piece(ctx: &Ctx, piece: Piece) -> Vec<Match> {
+    let Ok(matcher) = compile(&piece.pattern) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for entry in walk::entries_of(&ctx.jail, piece.entries) {
         if entry.is_dir() {
             continue;
         }
@@ -68,24 +142,17 @@ fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
             continue;
         };
         let modified = meta.and_then(|m| m.modified().ok()).unwrap_or(SystemTime::UNIX_EPOCH);
-        found.push((modified, rel));
+        let since = modified.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
+        found.push(Match {
+            rel,
+            secs: since.as_secs(),
+            nanos: since.subsec_nanos(),
+        });
         if found.len() >= CANDIDATES {
             break;
         }
     }
-
-    if found.is_empty() {
-        return Ok(format!("no files match {pattern}"));
-    }
-    // Stable: ties keep the walk's lexical order.
-    found.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
-    let total = found.len();
-    let footer = (total > SHOWN)
-        .then(|| format!("[showing the {SHOWN} newest of {total} matches; narrow the pattern to see the rest]"));
-    Ok(join_capped(
-        found.iter().take(SHOWN).map(|(_, rel)| rel.as_str()),
-        footer.as_deref(),
-    ))
+    found
 }
 
 /// Compiles a glob the way the spec reads it: `*` and `?` stay inside one

@@ -14,13 +14,12 @@
 //! matches for <pattern>."
 
 use crate::literals::RequiredLiterals;
-use crate::{Ctx, files, walk};
+use crate::{Ctx, fanout, files, walk};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use iota_toolset::ToolResult;
 use iota_toolset::bulk::{self, Content};
 use iota_toolset::output::{OUTPUT_CAP, clip};
-use iota_toolset::workers;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -48,8 +47,8 @@ pub const MAX_MATCHES: usize = 100;
 pub const MAX_FILE: u64 = 10 * 1024 * 1024;
 /// Each output line's text is clipped at this many bytes.
 pub const LINE_CLIP: usize = 500;
-/// Files per batch: what one worker task searches.
-const BATCH: usize = 512;
+/// Files read per batch (a host answer holds at most about 16 MiB of them).
+const BATCH: usize = 256;
 /// Context is clamped to this many lines.
 pub const MAX_CONTEXT: i64 = 10;
 
@@ -82,114 +81,85 @@ fn compile_include(include: &str) -> Result<(globset::GlobMatcher, bool), String
 
 fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
     let pattern = &args.pattern;
-    let include = args.include.as_deref().map(compile_include).transpose()?;
+    args.include.as_deref().map(compile_include).transpose()?;
+    compile(pattern)?;
     let context = args.context.unwrap_or(0).clamp(0, MAX_CONTEXT) as usize;
-    let searcher = FileSearch::new(pattern, context, compile(pattern)?);
     let start = walk::start_dir(&ctx.jail, args.path.as_deref())?;
 
+    // Pieces of the walk are searched by workers; their rows are replayed
+    // here in walk order, so the caps stop the output exactly where a
+    // search in one instance would.
+    let pieces = walk::pieces(&ctx.jail, &start, PIECES)
+        .into_iter()
+        .map(|entries| Piece {
+            pattern: pattern.clone(),
+            context,
+            include: args.include.clone(),
+            entries,
+        })
+        .collect();
     let mut out = Output::default();
-    // Batches of files go to worker instances while the walk goes on; their
-    // rows are replayed here in walk order, so the caps stop the output
-    // exactly where a search in one instance would. Without workers (native,
-    // or refused) the batch is searched here.
-    let mut tasks = std::collections::VecDeque::new();
-    let mut parallel = true;
-    let mut walk = walk::entries(&ctx.jail, &start);
-    while !out.stopped {
-        let batch = candidates(ctx, &mut walk, include.as_ref());
-        if batch.paths.is_empty() {
-            break;
-        }
-        if parallel {
-            let input = Shard {
-                pattern: pattern.clone(),
-                context,
-                batch,
-            };
-            match workers::submit(SHARD, &serde_json::to_string(&input).unwrap_or_default()) {
-                Ok(task) => {
-                    tasks.push_back(task);
-                    if tasks.len() >= IN_FLIGHT {
-                        replay(&mut out, tasks.pop_front())?;
-                    }
-                    continue;
-                }
-                Err(_) => {
-                    parallel = false;
-                    while !tasks.is_empty() && !out.stopped {
-                        replay(&mut out, tasks.pop_front())?;
-                    }
-                    searcher.batch(&input.batch, &mut out);
-                }
-            }
-        } else {
-            searcher.batch(&batch, &mut out);
-        }
-    }
-    while !tasks.is_empty() && !out.stopped {
-        replay(&mut out, tasks.pop_front())?;
-    }
+    fanout::in_walk_order(
+        PIECE,
+        pieces,
+        |piece| search_piece(ctx, piece),
+        |found| {
+            out.replay(found);
+            !out.stopped
+        },
+    )?;
     Ok(out.finish(pattern))
 }
 
-/// The internal tool a worker runs for one batch: not described, so the model
-/// never sees it; its arguments are a [`Shard`], its text the rows as JSON.
-pub const SHARD: &str = "grep-batch";
+/// The internal tool a worker runs for one piece of the walk: not described,
+/// so the model never sees it; its arguments are a [`Piece`], its text a
+/// [`Found`] as JSON.
+pub const PIECE: &str = "grep-piece";
 
-/// Batches submitted and not yet replayed: enough to keep every core busy
-/// while the walk goes on, few enough that a search stopped by its caps
-/// wastes little.
-const IN_FLIGHT: usize = 4;
+/// Pieces the walk is cut into.
+const PIECES: usize = 32;
 
-/// One batch for a worker.
+/// One piece of a grep for a worker.
 #[derive(Serialize, Deserialize)]
-struct Shard {
+struct Piece {
     pattern: String,
     context: usize,
-    batch: Batch,
+    include: Option<String>,
+    entries: Vec<walk::Entry>,
 }
 
-/// What a worker found in one batch: the rows in order, and whether a cap
-/// stopped it (an event past the rows would pass a cap here as well).
-#[derive(Serialize, Deserialize)]
+/// What one piece gave: the rows in order, and whether a cap stopped it (an
+/// event past the rows would pass the cap in the caller too).
+#[derive(Default, Serialize, Deserialize)]
 struct Found {
     rows: Vec<(bool, String)>,
     stopped: bool,
 }
 
-/// Runs one batch in a worker instance: a [`Found`] as JSON.
-pub fn run_shard(input: &str) -> ToolResult {
-    let outcome = serde_json::from_str::<Shard>(input)
-        .map_err(|e| format!("malformed batch: {e}"))
-        .and_then(|shard| {
-            let matcher = RegexMatcherBuilder::new()
-                .line_terminator(Some(b'\n'))
-                .build(&shard.pattern)
-                .map_err(|e| format!("invalid regular expression: {e}"))?;
-            let mut out = Output::default();
-            FileSearch::new(&shard.pattern, shard.context, matcher).batch(&shard.batch, &mut out);
-            let found = Found {
-                rows: out.rows,
-                stopped: out.stopped,
-            };
-            serde_json::to_string(&found).map_err(|e| e.to_string())
-        });
-    ToolResult::from_outcome(SHARD, outcome)
+/// Runs one piece in a worker instance.
+pub fn run_piece(ctx: &Ctx, input: &str) -> ToolResult {
+    fanout::answer(PIECE, input, |piece| search_piece(ctx, piece))
 }
 
-/// Replays a worker's rows into `out`, as if they were found here.
-fn replay(out: &mut Output, task: Option<u64>) -> Result<(), String> {
-    let Some(task) = task else { return Ok(()) };
-    let found: Found = serde_json::from_str(&workers::wait(task)?).map_err(|e| e.to_string())?;
-    for (is_match, row) in found.rows {
-        let kept = if is_match { out.matched(row) } else { out.context(row) };
-        if !kept {
-            return Ok(());
+/// Searches the files of one piece, with the caps of a whole search.
+fn search_piece(ctx: &Ctx, piece: Piece) -> Found {
+    let include = piece.include.as_deref().and_then(|i| compile_include(i).ok());
+    let Some(search) = FileSearch::cached(&piece.pattern, piece.context) else {
+        return Found::default();
+    };
+    let mut out = Output::default();
+    let mut walk = walk::entries_of(&ctx.jail, piece.entries);
+    while !out.stopped {
+        let batch = candidates(ctx, &mut walk, include.as_ref());
+        if batch.paths.is_empty() {
+            break;
         }
+        search.batch(&batch, &mut out);
     }
-    // Here the batch stopped at a cap; the same next event passes it here too.
-    out.stopped |= found.stopped;
-    Ok(())
+    Found {
+        rows: out.rows,
+        stopped: out.stopped,
+    }
 }
 
 /// A compiled search of files: the matcher, the literal prefilter and the
@@ -200,7 +170,30 @@ struct FileSearch {
     searcher: std::cell::RefCell<Searcher>,
 }
 
+thread_local! {
+    /// The last search compiled: a worker instance runs the pieces of one
+    /// call in turn, all with the same pattern.
+    static LAST: std::cell::RefCell<Option<(String, usize, std::rc::Rc<FileSearch>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 impl FileSearch {
+    /// The search for `pattern` with `context`, compiled once per instance
+    /// (`None` when the pattern does not compile).
+    fn cached(pattern: &str, context: usize) -> Option<std::rc::Rc<FileSearch>> {
+        LAST.with_borrow_mut(|last| {
+            if let Some((p, c, search)) = last
+                && p == pattern
+                && *c == context
+            {
+                return Some(search.clone());
+            }
+            let search = std::rc::Rc::new(FileSearch::new(pattern, context, compile(pattern).ok()?));
+            *last = Some((pattern.to_string(), context, search.clone()));
+            Some(search)
+        })
+    }
+
     fn new(pattern: &str, context: usize, matcher: RegexMatcher) -> FileSearch {
         let searcher = SearcherBuilder::new()
             .line_number(true)
@@ -315,6 +308,18 @@ impl Output {
         self.len += row.len() + 1;
         self.rows.push((is_match, row));
         true
+    }
+
+    /// Takes a piece's rows as if they were found here.
+    fn replay(&mut self, found: Found) {
+        for (is_match, row) in found.rows {
+            let kept = if is_match { self.matched(row) } else { self.context(row) };
+            if !kept {
+                return;
+            }
+        }
+        // There the piece stopped at a cap; the same next event passes it here too.
+        self.stopped |= found.stopped;
     }
 
     fn finish(self, pattern: &str) -> String {

@@ -11,6 +11,7 @@
 #![deny(missing_docs)]
 
 pub mod edit_file;
+pub mod fanout;
 pub mod files;
 pub mod glob;
 pub mod grep;
@@ -92,7 +93,8 @@ pub fn invoke(ctx: &Ctx, config: &CodeConfig, tool: &str, args: &str) -> ToolRes
     match tool {
         glob::NAME => call(tool, args, |args| glob::run(ctx, &args)),
         grep::NAME => call(tool, args, |args| grep::run(ctx, &args)),
-        grep::SHARD => grep::run_shard(args),
+        grep::PIECE => grep::run_piece(ctx, args),
+        glob::PIECE => glob::run_piece(ctx, args),
         list_dir::NAME => call(tool, args, |args| list_dir::run(ctx, &args)),
         read_file::NAME => call(tool, args, |args| read_file::run(ctx, &args)),
         edit_file::NAME if !config.read_only => call(tool, args, |args| edit_file::run(ctx, &args)),

@@ -12,12 +12,38 @@ use iota_toolset::bulk::{self, Kind};
 use iota_toolset::jail::Jail;
 use std::path::{Path, PathBuf};
 
-/// One entry of the walk.
+/// One entry of the walk; serialized as `[path, kind]` to travel to a worker.
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
+#[serde(from = "(PathBuf, char)", into = "(PathBuf, char)")]
 pub struct Entry {
     /// Absolute path, inside the root.
     pub path: PathBuf,
     /// What it is; a symlink is not followed.
     pub kind: Kind,
+}
+
+impl From<(PathBuf, char)> for Entry {
+    fn from((path, kind): (PathBuf, char)) -> Entry {
+        let kind = match kind {
+            'f' => Kind::File,
+            'd' => Kind::Directory,
+            'l' => Kind::Symlink,
+            _ => Kind::Other,
+        };
+        Entry { path, kind }
+    }
+}
+
+impl From<Entry> for (PathBuf, char) {
+    fn from(entry: Entry) -> (PathBuf, char) {
+        let kind = match entry.kind {
+            Kind::File => 'f',
+            Kind::Directory => 'd',
+            Kind::Symlink => 'l',
+            Kind::Other => 'o',
+        };
+        (entry.path, kind)
+    }
 }
 
 impl Entry {
@@ -48,14 +74,48 @@ pub fn root_gitignore(jail: &Jail) -> Gitignore {
 /// Every entry under `start` (which must be inside the root), `start` itself
 /// excluded, depth first, in lexical order per directory.
 pub fn entries(jail: &Jail, start: &Path) -> impl Iterator<Item = Entry> {
-    let mut walk = Walk {
-        gitignore: root_gitignore(jail),
-        root: jail.root().to_path_buf(),
-        stack: Vec::new(),
-    };
+    let mut walk = Walk::new(jail);
     let first = walk.children(start);
     walk.stack.push(first.into_iter());
     walk
+}
+
+/// Every entry a piece covers, in walk order: each entry, and below each
+/// directory its descendants.
+pub fn entries_of(jail: &Jail, piece: Vec<Entry>) -> impl Iterator<Item = Entry> {
+    let mut walk = Walk::new(jail);
+    walk.stack.push(piece.into_iter());
+    walk
+}
+
+/// Directories the walk from `start` is opened up to before it is cut into
+/// pieces, so that no piece is one huge directory when others are small.
+const OPEN_DIRS: usize = 64;
+
+/// The walk from `start` cut into at most `count` pieces for workers: runs of
+/// consecutive entries which, walked in order with [`entries_of`], give
+/// every file the walk gives, in the same order. Directories near the top
+/// are opened (listed here, left out themselves) until there are enough to
+/// share.
+pub fn pieces(jail: &Jail, start: &Path, count: usize) -> Vec<Vec<Entry>> {
+    let walk = Walk::new(jail);
+    let mut items = walk.children(start);
+    for _ in 0..2 {
+        if items.iter().filter(|e| e.is_dir()).count() >= OPEN_DIRS {
+            break;
+        }
+        items = items
+            .into_iter()
+            .flat_map(|e| if e.is_dir() { walk.children(&e.path) } else { vec![e] })
+            .collect();
+    }
+    let per_piece = items.len().div_ceil(count.max(1)).max(1);
+    let mut pieces = Vec::new();
+    let mut items = items.into_iter().peekable();
+    while items.peek().is_some() {
+        pieces.push(items.by_ref().take(per_piece).collect());
+    }
+    pieces
 }
 
 /// The directories being walked, innermost last, each with what is left of it.
@@ -66,6 +126,14 @@ struct Walk {
 }
 
 impl Walk {
+    fn new(jail: &Jail) -> Walk {
+        Walk {
+            gitignore: root_gitignore(jail),
+            root: jail.root().to_path_buf(),
+            stack: Vec::new(),
+        }
+    }
+
     /// The entries of `dir` the walk shows, sorted by name; an unreadable
     /// directory has none.
     fn children(&self, dir: &Path) -> Vec<Entry> {

@@ -1,0 +1,75 @@
+//! A walk's pieces searched on the host's workers (`iota:toolset/workers`),
+//! their answers taken back in walk order.
+//!
+//! glob and grep cut their walk into pieces ([`crate::walk::pieces`]) and
+//! hand each to a task of an internal tool (undescribed, so the model never
+//! sees it). The caller takes the answers in piece order and stops when it
+//! has enough; tasks still running are abandoned when the call returns.
+//! Where there are no workers (natively, or refused) the caller computes the
+//! same answer itself.
+
+use iota_toolset::{ToolResult, workers};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::collections::VecDeque;
+
+/// Tasks submitted and not yet taken: enough to keep every core busy, few
+/// enough that a search stopped by its caps wastes little.
+const IN_FLIGHT: usize = 4;
+
+/// Answers every piece in order, by a task of `tool` or by `local`, and
+/// hands each answer to `take` until it returns false.
+pub fn in_walk_order<P: Serialize, A: DeserializeOwned>(
+    tool: &str,
+    pieces: Vec<P>,
+    local: impl Fn(P) -> A,
+    mut take: impl FnMut(A) -> bool,
+) -> Result<(), String> {
+    let collect = |task: u64| -> Result<A, String> {
+        serde_json::from_str(&workers::wait(task)?).map_err(|e| format!("malformed answer from a {tool} task: {e}"))
+    };
+    let mut tasks = VecDeque::new();
+    let mut parallel = true;
+    for piece in pieces {
+        if parallel {
+            let input = serde_json::to_string(&piece).map_err(|e| e.to_string())?;
+            match workers::submit(tool, &input) {
+                Ok(task) => {
+                    tasks.push_back(task);
+                    if tasks.len() > IN_FLIGHT {
+                        let oldest = tasks.pop_front().expect("more than IN_FLIGHT tasks");
+                        if !take(collect(oldest)?) {
+                            return Ok(());
+                        }
+                    }
+                    continue;
+                }
+                Err(_) => parallel = false,
+            }
+        }
+        // Submitted pieces come first, then this one, here.
+        while let Some(task) = tasks.pop_front() {
+            if !take(collect(task)?) {
+                return Ok(());
+            }
+        }
+        if !take(local(piece)) {
+            return Ok(());
+        }
+    }
+    while let Some(task) = tasks.pop_front() {
+        if !take(collect(task)?) {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// A worker's side: decodes the piece, computes the answer, returns it as
+/// the result's text.
+pub fn answer<P: DeserializeOwned, A: Serialize>(tool: &str, input: &str, f: impl FnOnce(P) -> A) -> ToolResult {
+    let outcome = serde_json::from_str::<P>(input)
+        .map_err(|e| format!("malformed {tool} input: {e}"))
+        .and_then(|piece| serde_json::to_string(&f(piece)).map_err(|e| e.to_string()));
+    ToolResult::from_outcome(tool, outcome)
+}

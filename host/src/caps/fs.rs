@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 /// Data one `read-files` answer carries at most (beyond its first file).
-pub const BULK_BUDGET: u64 = 1 << 20;
+pub const BULK_BUDGET: u64 = 256 << 10;
 
 /// What a call may do to the project root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -47,7 +47,7 @@ pub const MAX_MATCHES: usize = 100;
 pub const MAX_FILE: u64 = 10 * 1024 * 1024;
 /// Each output line's text is clipped at this many bytes.
 pub const LINE_CLIP: usize = 500;
-/// Files read per batch (a host answer holds about 1 MiB of them).
+/// Files taken from the walk at a time (read a host answer, about 256 KiB, at a time).
 const BATCH: usize = 256;
 /// Context is clamped to this many lines.
 pub const MAX_CONTEXT: i64 = 10;

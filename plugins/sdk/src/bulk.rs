@@ -21,7 +21,7 @@ pub fn read_files(paths: &[String], max_size: u64) -> Vec<Content> {
 }
 
 /// Reads every path like [`read_files`], handing each answer to `f` in order
-/// as it arrives, so no more than one host answer (about 1 MiB) is held at
+/// as it arrives, so no more than one host answer (about 256 KiB) is held at
 /// once; stops early when `f` returns false.
 pub fn each_file(paths: &[String], max_size: u64, mut f: impl FnMut(usize, Content) -> bool) {
     let mut done = 0;

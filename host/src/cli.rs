@@ -157,6 +157,11 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
             session.jobs().wait_all();
             print_notices(&session.jobs().take_notices(), json);
             let failed = outcomes.iter().any(|o| o.result.is_error);
+            drop(session);
+            // The process ends here: unmapping every loaded component and
+            // freeing the engine would only delay the exit.
+            std::mem::forget(tools);
+            std::mem::forget(engine);
             Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
         Command::Serve => {

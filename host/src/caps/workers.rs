@@ -33,7 +33,18 @@ const MAX_THREADS: usize = 8;
 /// One call's tasks.
 pub struct Workers {
     shared: Arc<Shared>,
-    threads: usize,
+}
+
+/// Threads a call's tasks may use: one per core, at most [`MAX_THREADS`].
+/// Asked once per process (it reads the cgroup files) and only when a call
+/// first submits a task.
+fn threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .clamp(1, MAX_THREADS)
+    })
 }
 
 struct Shared {
@@ -57,7 +68,6 @@ impl Workers {
     /// A queue whose tasks run on up to one thread per core, each with a
     /// worker from `new_worker`.
     pub fn new(new_worker: NewWorker) -> Workers {
-        let cores = std::thread::available_parallelism().map_or(1, usize::from);
         Workers {
             shared: Arc::new(Shared {
                 state: Mutex::new(State::default()),
@@ -65,7 +75,6 @@ impl Workers {
                 new_worker,
                 abandoned: Arc::new(AtomicBool::new(false)),
             }),
-            threads: cores.clamp(1, MAX_THREADS),
         }
     }
 
@@ -81,7 +90,7 @@ impl Workers {
         state.next += 1;
         state.outstanding.insert(id);
         state.queue.push_back((id, tool, input));
-        if state.threads < self.threads {
+        if state.threads < threads() {
             let shared = self.shared.clone();
             let spawned = std::thread::Builder::new()
                 .name("iota-worker".into())

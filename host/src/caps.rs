@@ -87,11 +87,38 @@ pub const STDIO_CAP: usize = 1 << 20;
 /// The linker every toolset is instantiated with: WASI preview 2 plus the
 /// iota interfaces. Linking is not granting: [`check_grants`] has already
 /// refused any component whose imports exceed its grants.
-pub fn linker(engine: &wasmtime::Engine) -> anyhow::Result<Linker<CallState>> {
+///
+/// Built once per engine and shared by every set (defining a few hundred
+/// functions takes a few hundred microseconds of every start otherwise).
+pub fn linker(engine: &wasmtime::Engine) -> anyhow::Result<Arc<Linker<CallState>>> {
+    type Built = Vec<(wasmtime::EngineWeak, Arc<Linker<CallState>>)>;
+    static LINKERS: std::sync::Mutex<Built> = std::sync::Mutex::new(Vec::new());
+    // Held while building, so a second caller waits for the first's linker.
+    let mut built = LINKERS.lock().unwrap_or_else(|e| e.into_inner());
+    built.retain(|(weak, _)| weak.upgrade().is_some());
+    if let Some((_, linker)) = built
+        .iter()
+        .find(|(weak, _)| weak.upgrade().is_some_and(|e| wasmtime::Engine::same(&e, engine)))
+    {
+        return Ok(linker.clone());
+    }
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
     bindings::ToolsetHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)?;
+    let linker = Arc::new(linker);
+    built.push((engine.weak(), linker.clone()));
     Ok(linker)
+}
+
+/// Builds the engine's linker and starts wasmtime-wasi's runtime on another
+/// thread, so a start that is about to call a component finds both ready.
+pub fn warm_up(engine: &wasmtime::Engine) {
+    let engine = engine.clone();
+    let _ = std::thread::Builder::new().name("iota-warm-up".into()).spawn(move || {
+        let _ = linker(&engine);
+        // Synchronous WASI calls run on this runtime; it starts threads.
+        wasmtime_wasi::runtime::in_tokio(async {});
+    });
 }
 
 /// One import of a component, read as a capability request.

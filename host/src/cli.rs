@@ -98,6 +98,11 @@ pub fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     let engine = Engine::new().map_err(UsageError)?;
+    // A call will need the linker and WASI's runtime: made on another core
+    // while the config and the sets load.
+    if matches!(cli.command, Command::Call { .. }) {
+        crate::caps::warm_up(engine.wasmtime());
+    }
     if let Command::Inspect { file, json } = &cli.command {
         let config = Config::discover(cli.config.as_deref()).ok();
         let report = crate::inspect::inspect(&engine, file, config.as_ref()).map_err(UsageError)?;

@@ -13,9 +13,12 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::collections::VecDeque;
 
-/// Tasks submitted and not yet taken: enough to keep every core busy, few
-/// enough that a search stopped by its caps wastes little.
-const IN_FLIGHT: usize = 4;
+/// Tasks submitted and not yet taken: all of them, up to the host's bound.
+/// Workers take tasks in the order they were submitted and the answers are
+/// taken in that order too, so a search its caps stop early wastes no more
+/// than the pieces running at that moment; a smaller window would leave a
+/// core idle behind one large piece.
+const IN_FLIGHT: usize = 64;
 
 /// Answers every piece in order, by a task of `tool` or by `local`, and
 /// hands each answer to `take` until it returns false.

@@ -117,7 +117,7 @@ fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
 pub const PIECE: &str = "grep-piece";
 
 /// Pieces the walk is cut into.
-const PIECES: usize = 32;
+const PIECES: usize = 64;
 
 /// One piece of a grep for a worker.
 #[derive(Serialize, Deserialize)]

@@ -232,7 +232,7 @@ impl FileSearch {
 
 /// The next files to search: absolute paths for the host, root-relative
 /// ones for the output.
-#[derive(Default, Serialize, Deserialize)]
+#[derive(Default)]
 struct Batch {
     paths: Vec<String>,
     rels: Vec<String>,

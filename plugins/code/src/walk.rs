@@ -71,15 +71,6 @@ pub fn root_gitignore(jail: &Jail) -> Gitignore {
     builder.build().unwrap_or_else(|_| Gitignore::empty())
 }
 
-/// Every entry under `start` (which must be inside the root), `start` itself
-/// excluded, depth first, in lexical order per directory.
-pub fn entries(jail: &Jail, start: &Path) -> impl Iterator<Item = Entry> {
-    let mut walk = Walk::new(jail);
-    let first = walk.children(start);
-    walk.stack.push(first.into_iter());
-    walk
-}
-
 /// Every entry a piece covers, in walk order: each entry, and below each
 /// directory its descendants.
 pub fn entries_of(jail: &Jail, piece: Vec<Entry>) -> impl Iterator<Item = Entry> {

@@ -8,7 +8,7 @@
 //! which is stricter than the spec's lexical jail and is kept deliberately.
 
 use super::CallState;
-use super::bindings::iota::toolset::files::{Content, Entry, Host, Kind};
+use super::bindings::iota::toolset::files::{Content, Entry, FileHead, HeadError, Host, Kind};
 use anyhow::{Context as _, Result};
 use cap_primitives::fs::{OpenOptions, OpenOptionsExt};
 use std::io::Read;
@@ -93,6 +93,25 @@ impl Host for CallState {
         answer
     }
 
+    fn read_head(&mut self, path: String, max_size: u64) -> Result<FileHead, HeadError> {
+        let (mut file, meta) = open_regular(&self.bulk_roots, Path::new(&path))?;
+        let mut data = Vec::with_capacity(meta.len().min(max_size) as usize);
+        (&mut file)
+            .take(max_size)
+            .read_to_end(&mut data)
+            .map_err(|e| HeadError::Other(plain(&e)))?;
+        let modified_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        Ok(FileHead {
+            data,
+            size: meta.len(),
+            modified_ns,
+        })
+    }
+
     fn list_dir(&mut self, path: String) -> Result<Vec<Entry>, String> {
         let (root, relative) = beneath(&self.bulk_roots, Path::new(&path)).ok_or("outside the project root")?;
         let relative = if relative.as_os_str().is_empty() {
@@ -126,31 +145,12 @@ fn beneath<'a>(roots: &'a [BulkRoot], path: &'a Path) -> Option<(&'a BulkRoot, &
         .find_map(|r| path.strip_prefix(&r.at).ok().map(|rel| (r, rel)))
 }
 
-/// One file, whole, through the preopen it lies in. The open is resolved
-/// beneath that directory by cap-std (as WASI's are): `..` or a symlink that
-/// leaves it fails, whatever the path says.
+/// One file, whole, through the preopen it lies in.
 fn read_whole(roots: &[BulkRoot], path: &Path, max_size: u64) -> Content {
-    let unreadable = |why: &str| Content::Unreadable(why.to_string());
-    let Some((root, relative)) = beneath(roots, path) else {
-        return unreadable("outside the project root");
+    let (mut file, meta) = match open_regular(roots, path) {
+        Ok(opened) => opened,
+        Err(why) => return unreadable(why),
     };
-    if relative.as_os_str().is_empty() {
-        return unreadable("is a directory");
-    }
-    let mut options = OpenOptions::new();
-    // Non-blocking: a FIFO swapped in after any check must not hang the call.
-    options.read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
-    let mut file = match cap_primitives::fs::open(&root.dir, relative, &options) {
-        Ok(file) => file,
-        Err(e) => return Content::Unreadable(e.to_string()),
-    };
-    let meta = match file.metadata() {
-        Ok(meta) => meta,
-        Err(e) => return Content::Unreadable(e.to_string()),
-    };
-    if !meta.is_file() {
-        return unreadable("not a regular file");
-    }
     if meta.len() > max_size {
         return Content::TooLarge(meta.len());
     }
@@ -160,6 +160,60 @@ fn read_whole(roots: &[BulkRoot], path: &Path, max_size: u64) -> Content {
     match (&mut file).take(max_size + 1).read_to_end(&mut data) {
         Ok(_) if data.len() as u64 > max_size => Content::TooLarge(data.len() as u64),
         Ok(_) => Content::Data(data),
-        Err(e) => Content::Unreadable(e.to_string()),
+        Err(e) => Content::Unreadable(plain(&e)),
     }
+}
+
+/// Opens a regular file through the preopen it lies in, and stats the open
+/// file. The open is resolved beneath that directory by cap-std (as WASI's
+/// are): `..` or a symlink that leaves it fails, whatever the path says. It
+/// never blocks: a FIFO (even one swapped in after a check) is opened
+/// non-blocking and refused by the stat.
+fn open_regular(roots: &[BulkRoot], path: &Path) -> Result<(std::fs::File, std::fs::Metadata), HeadError> {
+    let (root, relative) = beneath(roots, path).ok_or(HeadError::Outside)?;
+    if relative.as_os_str().is_empty() {
+        return Err(HeadError::Directory);
+    }
+    let mut options = OpenOptions::new();
+    options.read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    let file = cap_primitives::fs::open(&root.dir, relative, &options).map_err(|e| open_error(&e))?;
+    let meta = file.metadata().map_err(|e| HeadError::Other(plain(&e)))?;
+    if meta.is_dir() {
+        return Err(HeadError::Directory);
+    }
+    if !meta.is_file() {
+        return Err(HeadError::NotRegular);
+    }
+    Ok((file, meta))
+}
+
+/// What a failed open means: cap-std reports a path that leads outside its
+/// directory as a permission error with no OS error number.
+fn open_error(err: &std::io::Error) -> HeadError {
+    match err.kind() {
+        std::io::ErrorKind::NotFound => HeadError::NotFound,
+        std::io::ErrorKind::PermissionDenied if err.raw_os_error().is_none() => HeadError::Outside,
+        _ => HeadError::Other(plain(err)),
+    }
+}
+
+/// An I/O error's message without the `(os error N)` suffix, which differs
+/// between the host and a guest's own WASI errors.
+fn plain(err: &std::io::Error) -> String {
+    let text = err.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+/// Why a file is unreadable, in words, for a `read-files` answer.
+fn unreadable(why: HeadError) -> Content {
+    Content::Unreadable(match why {
+        HeadError::NotFound => "not found".into(),
+        HeadError::Directory => "is a directory".into(),
+        HeadError::NotRegular => "not a regular file".into(),
+        HeadError::Outside => "outside the project root".into(),
+        HeadError::Other(why) => why,
+    })
 }

@@ -64,7 +64,7 @@ pub fn plan(ctx: &Ctx, args: &Args) -> Result<Plan, String> {
     if meta.len() > files::MAX_READ {
         return Err(format!("{written} is too large to edit ({})", mb(meta.len())));
     }
-    ledger::check(ctx.session, &target.abs, &meta, written)?;
+    ledger::check(ctx.session, &target.abs, ledger::Stamp::of(&meta), written)?;
     if old.is_empty() {
         return Err("old_string must not be empty (use write_file to create or replace a whole file)".into());
     }
@@ -129,7 +129,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> ToolResult {
         return ToolResult::error(header, format!("cannot write {written}: {}", plain(&e)));
     }
     if let Ok(meta) = std::fs::metadata(&plan.target.abs) {
-        ledger::record(ctx.session, &plan.target.abs, &meta);
+        ledger::record(ctx.session, &plan.target.abs, ledger::Stamp::of(&meta));
     }
     let noun = if plan.count == 1 { "replacement" } else { "replacements" };
     let text = format!("{} {noun} in {written}\n{}", plan.count, snippet(&plan.new, plan.first));
@@ -145,8 +145,12 @@ fn snippet(content: &[u8], span: (usize, usize)) -> String {
     let lines = files::lines(&text);
     let from = first_line.saturating_sub(SNIPPET_CONTEXT);
     let to = (last_line + SNIPPET_CONTEXT + 1).min(lines.len());
-    let rows: Vec<String> = (from..to)
-        .map(|i| numbered(i + 1, &iota_toolset::output::clip(lines[i], 500)))
-        .collect();
-    rows.join("\n")
+    let mut rows = String::new();
+    for (i, line) in lines.iter().enumerate().take(to).skip(from) {
+        if i > from {
+            rows.push('\n');
+        }
+        numbered(i + 1, &iota_toolset::output::clip(line, 500), &mut rows);
+    }
+    rows
 }

@@ -3,8 +3,8 @@
 //! the model reads.
 
 use iota_toolset::jail::Jail;
-use std::fs::{File, Metadata};
-use std::io::{self, Read, Write};
+use std::fs::Metadata;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// Files are read up to 20 MB.
@@ -15,16 +15,6 @@ pub const BINARY_PROBE: usize = 8000;
 /// Whether `bytes` look binary: a NUL in the first 8,000 bytes.
 pub fn is_binary(bytes: &[u8]) -> bool {
     memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE)]).is_some()
-}
-
-/// Reads at most `limit` bytes of `file` into `buf` (cleared first), sized
-/// from `len` so the common case is one read call.
-pub fn read_up_to(file: &mut File, len: u64, limit: u64, buf: &mut Vec<u8>) -> io::Result<()> {
-    buf.clear();
-    let want = len.min(limit) as usize;
-    buf.reserve(want + 1);
-    file.take(limit).read_to_end(buf)?;
-    Ok(())
 }
 
 /// A file argument resolved inside the jail, with its `stat` result.
@@ -119,8 +109,24 @@ fn unique() -> u128 {
 
 /// One row of numbered output: the line number right-aligned in six columns,
 /// a tab, and the line.
-pub fn numbered(number: usize, line: &str) -> String {
-    format!("{number:>6}\t{line}")
+pub fn numbered(number: usize, line: &str, out: &mut String) {
+    // By hand: `format!` per row was a fifth of a small read_file's time in Wasm.
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = number;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let width = digits.len() - at;
+    out.extend(std::iter::repeat_n(' ', 6usize.saturating_sub(width)));
+    out.push_str(std::str::from_utf8(&digits[at..]).expect("ASCII digits"));
+    out.push('\t');
+    out.push_str(line);
 }
 
 /// The lines of `text`, without their terminators (`\n` or `\r\n`). A final
@@ -156,7 +162,15 @@ mod tests {
 
     #[test]
     fn numbering_is_six_columns_and_a_tab() {
-        assert_eq!(numbered(7, "fn main() {}"), "     7\tfn main() {}");
+        let row = |n, line| {
+            let mut out = String::new();
+            numbered(n, line, &mut out);
+            out
+        };
+        assert_eq!(row(7, "fn main() {}"), "     7\tfn main() {}");
+        assert_eq!(row(0, ""), "     0\t");
+        assert_eq!(row(123_456, "x"), "123456\tx");
+        assert_eq!(row(12_345_678, "x"), "12345678\tx");
     }
 
     #[test]

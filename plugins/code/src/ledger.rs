@@ -4,6 +4,7 @@
 //! can never blind-overwrite the user's edits. It lives in the host's session,
 //! so it lasts across the calls of one session.
 
+use iota_toolset::bulk::FileHead;
 use iota_toolset::session::SessionStore;
 use std::fs::Metadata;
 use std::path::Path;
@@ -23,30 +24,54 @@ fn key(path: &Path) -> String {
     format!("read:{}", path.display())
 }
 
-/// What the ledger keeps of a file: modification time in nanoseconds and size.
-fn stamp(meta: &Metadata) -> Vec<u8> {
-    let nanos = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let mut out = nanos.to_le_bytes().to_vec();
-    out.extend_from_slice(&meta.len().to_le_bytes());
-    out
+/// What the ledger keeps of a file: its modification time and size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stamp {
+    modified_ns: u128,
+    size: u64,
 }
 
-/// Records that `path` was served (or written) as it is per `meta`.
-pub fn record(session: &dyn SessionStore, path: &Path, meta: &Metadata) {
-    session.set(&key(path), &stamp(meta));
+impl Stamp {
+    /// The stamp of a `stat` result.
+    pub fn of(meta: &Metadata) -> Stamp {
+        Stamp {
+            modified_ns: meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos()),
+            size: meta.len(),
+        }
+    }
+
+    /// The stamp of the host's `read-head` answer: the same `stat`, taken on
+    /// the open file.
+    pub fn of_head(head: &FileHead) -> Stamp {
+        Stamp {
+            modified_ns: head.modified_ns.into(),
+            size: head.size,
+        }
+    }
+
+    fn bytes(self) -> Vec<u8> {
+        let mut out = self.modified_ns.to_le_bytes().to_vec();
+        out.extend_from_slice(&self.size.to_le_bytes());
+        out
+    }
 }
 
-/// Checks that `path` was read this session and is unchanged since; the
-/// error is the text the model reads, naming the path as written.
-pub fn check(session: &dyn SessionStore, path: &Path, meta: &Metadata, written: &str) -> Result<(), String> {
+/// Records that `path` was served (or written) as `stamp` describes it.
+pub fn record(session: &dyn SessionStore, path: &Path, stamp: Stamp) {
+    session.set(&key(path), &stamp.bytes());
+}
+
+/// Checks that `path` was read this session and is unchanged since (`stamp`
+/// is what it is now); the error is the text the model reads, naming the path
+/// as written.
+pub fn check(session: &dyn SessionStore, path: &Path, stamp: Stamp, written: &str) -> Result<(), String> {
     match session.get(&key(path)) {
         None => Err(not_read(written)),
-        Some(recorded) if recorded != stamp(meta) => Err(changed(written)),
+        Some(recorded) if recorded != stamp.bytes() => Err(changed(written)),
         Some(_) => Ok(()),
     }
 }

@@ -17,6 +17,7 @@ use crate::files::{self, Target, numbered};
 use crate::{Ctx, ledger};
 use iota_toolset::ToolResult;
 use iota_toolset::args::positive;
+use iota_toolset::bulk::{self, HeadError};
 use iota_toolset::output::{OUTPUT_CAP, window};
 use iota_toolset::size::{kb, mb};
 use schemars::JsonSchema;
@@ -50,25 +51,26 @@ fn read(ctx: &Ctx, args: &Args, written: &str) -> Result<String, String> {
     let target = Target::resolve(&ctx.jail, written)?;
     let offset = positive(args.offset, "offset")?.unwrap_or(1);
     let limit = positive(args.limit, "limit")?;
-    // Stat first: a FIFO or device is refused before anything opens it.
-    target.regular_file(&ctx.jail)?;
-    let mut file = std::fs::File::open(&target.abs).map_err(|e| target.error_text(&ctx.jail, &e))?;
-    let meta = file.metadata().map_err(|e| target.error_text(&ctx.jail, &e))?;
-    let mut bytes = Vec::new();
-    files::read_up_to(&mut file, meta.len(), files::MAX_READ, &mut bytes)
-        .map_err(|e| target.error_text(&ctx.jail, &e))?;
-    if files::is_binary(&bytes) {
+    let head = bulk::read_head(&target.abs.to_string_lossy(), files::MAX_READ).map_err(|e| match e {
+        HeadError::NotFound => format!("file does not exist: {}", target.abs.display()),
+        HeadError::Directory => format!("{} is a directory, not a file", target.abs.display()),
+        HeadError::NotRegular => format!("{written} is not a regular file"),
+        HeadError::Outside => ctx.jail.outside(written),
+        HeadError::Other(why) => format!("cannot read {written}: {why}"),
+    })?;
+    let bytes = &head.data;
+    if files::is_binary(bytes) {
         return Err(format!(
             "{written} looks like a binary file ({}); read_file only serves text",
-            kb(meta.len())
+            kb(head.size)
         ));
     }
-    ledger::record(ctx.session, &target.abs, &meta);
+    ledger::record(ctx.session, &target.abs, ledger::Stamp::of_head(&head));
     if bytes.is_empty() {
         return Ok("[file is empty]".to_string());
     }
 
-    let text = String::from_utf8_lossy(&bytes);
+    let text = String::from_utf8_lossy(bytes);
     let lines = files::lines(&text);
     let total = lines.len();
     if offset > total {
@@ -78,11 +80,8 @@ fn read(ctx: &Ctx, args: &Args, written: &str) -> Result<String, String> {
 
     let shown = window(&lines, offset, end, OUTPUT_CAP - NOTE_ROOM, numbered);
     let (mut out, last) = (shown.text, shown.last);
-    if meta.len() > files::MAX_READ {
-        out.push_str(&format!(
-            "[file is {}; only the first 20 MB was read]\n",
-            mb(meta.len())
-        ));
+    if head.size > files::MAX_READ {
+        out.push_str(&format!("[file is {}; only the first 20 MB was read]\n", mb(head.size)));
     }
     if shown.truncated {
         out.push_str(&format!(

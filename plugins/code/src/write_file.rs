@@ -86,7 +86,7 @@ pub fn plan(ctx: &Ctx, args: &Args) -> Result<Plan, String> {
     if !meta.is_file() {
         return Err(format!("{written} is not a regular file"));
     }
-    ledger::check(ctx.session, &target.abs, &meta, written)?;
+    ledger::check(ctx.session, &target.abs, ledger::Stamp::of(&meta), written)?;
     let diff = if meta.len() <= files::MAX_READ {
         std::fs::read(&destination).ok().map(|old| {
             files::unified_diff(
@@ -125,7 +125,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> ToolResult {
         return ToolResult::error(header, write_error(ctx, written, &e));
     }
     if let Ok(meta) = std::fs::metadata(&plan.destination) {
-        ledger::record(ctx.session, &plan.target.abs, &meta);
+        ledger::record(ctx.session, &plan.target.abs, ledger::Stamp::of(&meta));
     }
     let how = if plan.created { "created" } else { "overwritten" };
     let text = format!("wrote {} to {written} ({how})", human(plan.content.len() as u64));

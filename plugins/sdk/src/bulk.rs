@@ -4,7 +4,7 @@
 //! A component that reads many files (grep over a tree) pays a dozen WASI
 //! calls per file through the preopen; one `read-files` call reads a batch.
 
-pub use crate::bindings::iota::toolset::files::{Content, Entry, Kind};
+pub use crate::bindings::iota::toolset::files::{Content, Entry, FileHead, HeadError, Kind};
 
 /// Reads every path (absolute, inside the project root or a read-only
 /// directory), each whole when at most `max_size` bytes; one answer per path,
@@ -34,6 +34,46 @@ pub fn each_file(paths: &[String], max_size: u64, mut f: impl FnMut(usize, Conte
             }
             done += 1;
         }
+    }
+}
+
+/// Opens the file at `path` (absolute, inside the project root or a
+/// read-only directory; links followed while they stay inside) and reads at
+/// most `max_size` bytes, with its size and modification time: one host call
+/// for what costs a dozen WASI calls. A FIFO or device is refused unopened.
+pub fn read_head(path: &str, max_size: u64) -> Result<FileHead, HeadError> {
+    #[cfg(target_arch = "wasm32")]
+    return crate::bindings::iota::toolset::files::read_head(path, max_size);
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        use std::io::{ErrorKind, Read};
+        let error = |e: std::io::Error| match e.kind() {
+            ErrorKind::NotFound => HeadError::NotFound,
+            _ => HeadError::Other(e.to_string()),
+        };
+        // Natively there is no preopen: the stat before the open keeps a
+        // FIFO from blocking it.
+        let meta = std::fs::metadata(path).map_err(error)?;
+        if meta.is_dir() {
+            return Err(HeadError::Directory);
+        }
+        if !meta.is_file() {
+            return Err(HeadError::NotRegular);
+        }
+        let mut data = Vec::with_capacity(meta.len().min(max_size) as usize);
+        std::fs::File::open(path)
+            .and_then(|file| file.take(max_size).read_to_end(&mut data))
+            .map_err(error)?;
+        let modified_ns = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
+        Ok(FileHead {
+            data,
+            size: meta.len(),
+            modified_ns,
+        })
     }
 }
 

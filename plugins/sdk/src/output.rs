@@ -56,23 +56,27 @@ pub struct Window {
     pub truncated: bool,
 }
 
-/// Renders lines `offset..=end` (1-based) of `lines` with `row`, stopping
-/// before `budget` bytes; a first row longer than the budget is cut with `…`
-/// rather than leaving the window empty.
+/// Renders lines `offset..=end` (1-based) of `lines` with `row` (which
+/// appends one row for a line number and line), stopping before `budget`
+/// bytes; a first row longer than the budget is cut with `…` rather than
+/// leaving the window empty.
 pub fn window<S: AsRef<str>>(
     lines: &[S],
     offset: usize,
     end: usize,
     budget: usize,
-    row: impl Fn(usize, &str) -> String,
+    row: impl Fn(usize, &str, &mut String),
 ) -> Window {
     let mut out = Window {
         text: String::new(),
         last: offset.saturating_sub(1),
         truncated: false,
     };
+    // One buffer for every row: an allocation per row costs more than the row in Wasm.
+    let mut rendered = String::new();
     for number in offset..=end.min(lines.len()) {
-        let rendered = row(number, lines[number - 1].as_ref());
+        rendered.clear();
+        row(number, lines[number - 1].as_ref(), &mut rendered);
         if out.text.len() + rendered.len() + 1 > budget {
             if number == offset {
                 out.text.push_str(&clip(&rendered, budget.saturating_sub(4)));
@@ -96,11 +100,11 @@ mod tests {
     #[test]
     fn windows_fit_the_budget_and_never_come_back_empty() {
         let lines = ["aaaa", "bbbb", "cccc"];
-        let w = window(&lines, 1, 3, 11, |_, l| l.to_string());
+        let w = window(&lines, 1, 3, 11, |_, l, out| out.push_str(l));
         assert_eq!((w.text.as_str(), w.last, w.truncated), ("aaaa\nbbbb\n", 2, true));
-        let w = window(&lines, 2, 2, 100, |n, l| format!("{n}:{l}"));
+        let w = window(&lines, 2, 2, 100, |n, l, out| out.push_str(&format!("{n}:{l}")));
         assert_eq!((w.text.as_str(), w.last, w.truncated), ("2:bbbb\n", 2, false));
-        let w = window(&["x".repeat(50)], 1, 1, 10, |_, l| l.to_string());
+        let w = window(&["x".repeat(50)], 1, 1, 10, |_, l, out| out.push_str(l));
         assert!(w.truncated && w.last == 1 && w.text.ends_with("…\n"));
     }
 

@@ -129,7 +129,9 @@ fn window(content: &str, offset: usize, limit: Option<usize>) -> Result<String, 
         return Err(format!("offset {offset} is past the end ({total} lines)"));
     }
     let end = limit.map_or(total, |l| total.min(offset.saturating_add(l - 1)));
-    let shown = iota_toolset::output::window(&lines, offset, end, OUTPUT_CAP - NOTE_ROOM, |_, line| line.to_string());
+    let shown = iota_toolset::output::window(&lines, offset, end, OUTPUT_CAP - NOTE_ROOM, |_, line, out| {
+        out.push_str(line)
+    });
     let mut out = shown.text;
     if shown.truncated {
         out.push_str(&format!(

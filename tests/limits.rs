@@ -296,3 +296,30 @@ fn the_python_example_toolset_builds_loads_and_answers() {
     assert_eq!(step("call")["text"], "2 lines, 3 words, 14 bytes");
     assert_eq!(step("call")["is_error"], false);
 }
+
+#[test]
+fn more_calls_than_pooled_instances_wait_for_a_slot() {
+    let p = hostile("process, parallel");
+    let host = support::LibraryHost::new(&p);
+    let calls = iota_host::engine::POOLED_INSTANCES as usize + 8;
+    std::thread::scope(|scope| {
+        let naps: Vec<_> = (0..calls)
+            .map(|_| scope.spawn(|| host.call("nap", json!({"ms": 300}))))
+            .collect();
+        for nap in naps {
+            support::assert_ok(&nap.join().unwrap(), "rested");
+        }
+    });
+}
+
+#[test]
+fn a_reused_instance_slot_keeps_nothing_of_the_last_call() {
+    let p = hostile("process, parallel");
+    let host = support::LibraryHost::new(&p);
+    for _ in 0..3 {
+        // The scan finds the secret in the instance that left it...
+        support::assert_ok(&host.call("stash", json!({})), "run found: true, static set: true");
+        // ...and nothing of it in the next one, though it reuses the slot.
+        support::assert_ok(&host.call("peek", json!({})), "run found: false, static set: false");
+    }
+}

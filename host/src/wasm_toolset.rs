@@ -271,7 +271,8 @@ impl WasmToolset {
     }
 
     /// A fresh store with the limits, `access` and deadline, and the
-    /// component instantiated in it.
+    /// component instantiated in it. When every pooled instance slot is
+    /// taken by other calls, waits for one until the deadline.
     fn instantiate(
         &self,
         session: &Arc<Session>,
@@ -280,14 +281,45 @@ impl WasmToolset {
         role: Role,
     ) -> Result<Instance, String> {
         let pre = self.pre()?;
-        let (deadline, abandoned) = match &role {
-            Role::Task { deadline, abandoned } => (*deadline, Some(abandoned.clone())),
-            _ => (Instant::now() + self.limits.timeout, None),
+        let deadline = match &role {
+            Role::Task { deadline, .. } => *deadline,
+            _ => Instant::now() + self.limits.timeout,
         };
-        let workers = match role {
-            Role::Call => self.workers(session, access, deadline),
-            Role::Task { .. } => Err("a task cannot submit tasks"),
-            Role::Other => Err("only a tool call can have workers"),
+        loop {
+            let (mut store, stdout, stderr) = self.store(session, ui, access, &role, deadline)?;
+            match pre.instantiate(&mut store) {
+                Ok(bindings) => {
+                    return Ok(Instance {
+                        store,
+                        bindings,
+                        stdout,
+                        stderr,
+                    });
+                }
+                Err(err) if err.is::<wasmtime::PoolConcurrencyLimitError>() && Instant::now() < deadline => {
+                    drop(store);
+                    std::thread::sleep(POOL_RETRY);
+                }
+                Err(err) => return Err(self.failure(&err, &store, &stdout, &stderr)),
+            }
+        }
+    }
+
+    /// A store for one instance of the component: its WASI context (preopens
+    /// per `access`), limits and capabilities, and the deadline and
+    /// cancellation checks on every epoch tick.
+    fn store(
+        &self,
+        session: &Arc<Session>,
+        ui: &Arc<dyn Ui>,
+        access: FsAccess,
+        role: &Role,
+        deadline: Instant,
+    ) -> Result<(Store<CallState>, MemoryOutputPipe, MemoryOutputPipe), String> {
+        let (workers, abandoned) = match role {
+            Role::Call => (self.workers(session, access, deadline), None),
+            Role::Task { abandoned, .. } => (Err("a task cannot submit tasks"), Some(abandoned.clone())),
+            Role::Other => (Err("only a tool call can have workers"), None),
         };
         let (stdout, stderr) = (caps::stdio_pipe(), caps::stdio_pipe());
         let mut builder = WasiCtxBuilder::new();
@@ -333,15 +365,7 @@ impl WasmToolset {
             ticks_left -= 1;
             Ok(wasmtime::UpdateDeadline::Continue(1))
         });
-        match pre.instantiate(&mut store) {
-            Ok(bindings) => Ok(Instance {
-                store,
-                bindings,
-                stdout,
-                stderr,
-            }),
-            Err(err) => Err(self.failure(&err, &store, &stdout, &stderr)),
-        }
+        Ok((store, stdout, stderr))
     }
 
     /// Calls into `instance`; a failure is an error text naming its cause,
@@ -438,6 +462,9 @@ enum Role {
     /// Describe, prompt, preview.
     Other,
 }
+
+/// How long a call waits before it asks again for a pooled instance slot.
+const POOL_RETRY: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// Why a call stopped when its session cancelled it.
 #[derive(Debug)]

@@ -45,9 +45,19 @@ pub fn run(report: &mut Report, iota_host: &Path) {
     } else {
         report.line("\n(no cargo registry sources on this machine: corpus (a) left out)");
     }
-    let generated = tree::generate(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/tmp/bench-tree-20k"));
+    let generated = generated_tree();
     corpus(report, "generated tree, 20,000 files", &generated, &peers, iota_host);
     small_calls(report, &generated, iota_host);
+}
+
+/// Only the small read_file calls (in process, end to end warm and cold), on
+/// the generated tree: a quick run while working on call overhead.
+pub fn run_small(report: &mut Report, iota_host: &Path) {
+    small_calls(report, &generated_tree(), iota_host);
+}
+
+fn generated_tree() -> PathBuf {
+    tree::generate(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/tmp/bench-tree-20k"))
 }
 
 fn registry_sources() -> Option<PathBuf> {

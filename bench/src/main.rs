@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release -p iota-bench            # everything
 //! cargo run --release -p iota-bench -- code    # or: shell
+//! cargo run --release -p iota-bench -- small   # only the small read_file calls
 //! ```
 //!
 //! Medians of wall time; ratio = ours / peer, lower is better. Nothing here
@@ -21,8 +22,8 @@ use std::process::Command;
 
 fn main() {
     let which = std::env::args().nth(1).unwrap_or_else(|| "all".into());
-    if !matches!(which.as_str(), "all" | "code" | "shell") {
-        eprintln!("usage: iota-bench [all|code|shell]");
+    if !matches!(which.as_str(), "all" | "code" | "shell" | "small") {
+        eprintln!("usage: iota-bench [all|code|shell|small]");
         std::process::exit(2);
     }
     let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -37,10 +38,12 @@ unless the row says end to end.",
         machine(),
         std::thread::available_parallelism().map_or(1, |n| n.get())
     ));
-    if which != "shell" {
-        code::run(&mut report, &iota_host);
+    match which.as_str() {
+        "small" => code::run_small(&mut report, &iota_host),
+        "shell" => {}
+        _ => code::run(&mut report, &iota_host),
     }
-    if which != "code" {
+    if matches!(which.as_str(), "all" | "shell") {
         shell::run(&mut report);
     }
     if which == "all" {

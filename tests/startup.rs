@@ -124,3 +124,50 @@ fn an_unreadable_description_is_described_again() {
     }
     assert_eq!(tools_json(&p), described);
 }
+
+#[test]
+fn the_cache_keeps_the_most_recently_used_files_only() {
+    use iota_host::engine::{KEEP_COMPILED, KEEP_DESCRIBED};
+    let p = Project::new()
+        .config("agents:\n  default:\n    tools:\n      code:\n")
+        .with_private_cache();
+    // What earlier builds left: stale components and descriptions, oldest first.
+    std::fs::create_dir_all(p.cache()).unwrap();
+    let stale = |name: String, i: usize| {
+        let path = p.cache().join(name);
+        std::fs::write(&path, b"stale").unwrap();
+        support::set_mtime(&path, 1_000_000 + i as u64);
+        path
+    };
+    let stale_compiled: Vec<PathBuf> = (0..KEEP_COMPILED + 10)
+        .map(|i| stale(format!("{i:064x}-0000000000000000.cwasm"), i))
+        .collect();
+    let stale_described: Vec<PathBuf> = (0..KEEP_DESCRIBED + 10)
+        .map(|i| stale(format!("describe-{i:064x}.json"), i))
+        .collect();
+
+    tools_json(&p);
+    // The fresh files, and after them the most recent stale ones, are kept.
+    let kept = |all: &[PathBuf], keep: usize| -> (Vec<PathBuf>, Vec<PathBuf>) {
+        let (old, fresh): (Vec<PathBuf>, Vec<PathBuf>) = all.iter().cloned().partition(|f| {
+            std::fs::metadata(f).unwrap().modified().unwrap()
+                < std::time::UNIX_EPOCH + std::time::Duration::from_secs(2_000_000)
+        });
+        assert_eq!(fresh.len(), 1, "{fresh:?}");
+        assert_eq!(all.len(), keep);
+        (old, fresh)
+    };
+    let (old, fresh_compiled) = kept(&compiled(&p), KEEP_COMPILED);
+    assert_eq!(old, stale_compiled[stale_compiled.len() - (KEEP_COMPILED - 1)..]);
+    let described = files_named(&p.cache(), "describe-", ".json");
+    let (old, fresh_described) = kept(&described, KEEP_DESCRIBED);
+    assert_eq!(old, stale_described[stale_described.len() - (KEEP_DESCRIBED - 1)..]);
+
+    // Using a file marks it: a remembered description read at start is the
+    // most recent again, however old its file was.
+    support::set_mtime(&fresh_described[0], 1_000);
+    tools_json(&p);
+    let used = std::fs::metadata(&fresh_described[0]).unwrap().modified().unwrap();
+    assert!(used > std::time::SystemTime::now() - std::time::Duration::from_secs(3600));
+    assert!(fresh_compiled[0].exists());
+}

@@ -94,6 +94,7 @@ pub fn path(cache_dir: &Path, digest: &str, ctx: &Context, interactive: bool) ->
 pub fn load(path: &Path) -> Option<(Vec<String>, Vec<ToolSpec>)> {
     let described: Described = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
     let tools = described.tools.iter().map(StoredSpec::to_spec).collect::<Option<_>>()?;
+    crate::engine::mark_used(path);
     Some((described.imports, tools))
 }
 
@@ -106,6 +107,9 @@ pub fn store(path: &Path, imports: &[String], tools: &[ToolSpec]) {
     };
     if let Ok(json) = serde_json::to_vec(&described) {
         let _ = crate::engine::store_atomically(path, &json);
+        if let Some(dir) = path.parent() {
+            crate::engine::prune(dir);
+        }
     }
 }
 

@@ -108,6 +108,7 @@ impl Engine {
             && path.is_file()
             && let Ok(component) = unsafe { Component::deserialize_file(&self.inner, path) }
         {
+            mark_used(path);
             return Ok(component);
         }
         let progress = std::io::stderr().is_terminal().then(|| {
@@ -126,6 +127,7 @@ impl Engine {
         if let Some(path) = &cached {
             // A cache that cannot be written only costs the next start a compile.
             let _ = store_atomically(path, &component.serialize()?);
+            prune(path.parent().expect("a cache file has a directory"));
         }
         Ok(component)
     }
@@ -206,6 +208,50 @@ fn create_private_dir(dir: &Path) -> std::io::Result<()> {
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
     builder.create(dir)
+}
+
+/// Compiled components kept in the cache: the most recently used ones. Every
+/// build of a component (each upgrade, each change while developing one) is a
+/// new file, and nothing else ever removes the old ones.
+pub const KEEP_COMPILED: usize = 24;
+/// Remembered descriptions kept: one per component, config and root in use.
+pub const KEEP_DESCRIBED: usize = 64;
+
+/// Notes that a cache file was just used (its modification time is the last
+/// use), so pruning removes the least recently used files first.
+pub(crate) fn mark_used(path: &Path) {
+    if let Ok(file) = std::fs::File::open(path) {
+        let _ = file.set_modified(std::time::SystemTime::now());
+    }
+}
+
+/// Removes all but the [`KEEP_COMPILED`] most recently used compiled
+/// components and [`KEEP_DESCRIBED`] descriptions from the cache `dir`. Runs
+/// after a compile, which is rare, so a start never pays for it. A file
+/// another process still maps stays valid for it until unmapped.
+pub(crate) fn prune(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let (mut compiled, mut described) = (Vec::new(), Vec::new());
+    for entry in entries.filter_map(Result::ok) {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let Some(used) = entry.metadata().ok().and_then(|m| m.modified().ok()) else {
+            continue;
+        };
+        if name.ends_with(".cwasm") {
+            compiled.push((used, entry.path()));
+        } else if name.starts_with("describe-") && name.ends_with(".json") {
+            described.push((used, entry.path()));
+        }
+    }
+    for (mut files, keep) in [(compiled, KEEP_COMPILED), (described, KEEP_DESCRIBED)] {
+        files.sort_by_key(|f| std::cmp::Reverse(f.0));
+        for (_, path) in files.into_iter().skip(keep) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
 }
 
 /// Writes `bytes` to `path` through a temporary file, so a reader never

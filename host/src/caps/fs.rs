@@ -11,6 +11,8 @@ use super::CallState;
 use super::bindings::iota::toolset::files::{Content, Entry, FileHead, HeadError, Host, Kind};
 use anyhow::{Context as _, Result};
 use cap_primitives::fs::{OpenOptions, OpenOptionsExt};
+use iota_toolset::bulk::modified_ns;
+use iota_toolset::output::plain;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
@@ -100,15 +102,10 @@ impl Host for CallState {
             .take(max_size)
             .read_to_end(&mut data)
             .map_err(|e| HeadError::Other(plain(&e)))?;
-        let modified_ns = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
         Ok(FileHead {
             data,
             size: meta.len(),
-            modified_ns,
+            modified_ns: modified_ns(&meta),
         })
     }
 
@@ -194,16 +191,6 @@ fn open_error(err: &std::io::Error) -> HeadError {
         std::io::ErrorKind::NotFound => HeadError::NotFound,
         std::io::ErrorKind::PermissionDenied if err.raw_os_error().is_none() => HeadError::Outside,
         _ => HeadError::Other(plain(err)),
-    }
-}
-
-/// An I/O error's message without the `(os error N)` suffix, which differs
-/// between the host and a guest's own WASI errors.
-fn plain(err: &std::io::Error) -> String {
-    let text = err.to_string();
-    match text.find(" (os error") {
-        Some(i) => text[..i].to_string(),
-        None => text,
     }
 }
 

@@ -60,15 +60,7 @@ impl Target {
     }
 }
 
-/// An I/O error's message without the `(os error N)` suffix, which means
-/// nothing to a model and differs between the component and a native build.
-pub fn plain(err: &io::Error) -> String {
-    let text = err.to_string();
-    match text.find(" (os error") {
-        Some(i) => text[..i].to_string(),
-        None => text,
-    }
-}
+pub use iota_toolset::output::plain;
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same directory,
 /// then a rename over the target. The rename replaces the directory entry, so a

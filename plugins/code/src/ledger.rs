@@ -4,11 +4,10 @@
 //! can never blind-overwrite the user's edits. It lives in the host's session,
 //! so it lasts across the calls of one session.
 
-use iota_toolset::bulk::FileHead;
+use iota_toolset::bulk::{self, FileHead};
 use iota_toolset::session::SessionStore;
 use std::fs::Metadata;
 use std::path::Path;
-use std::time::UNIX_EPOCH;
 
 /// `<path> has not been read in this session — read it with read_file before modifying it`
 pub fn not_read(path: &str) -> String {
@@ -27,7 +26,7 @@ fn key(path: &Path) -> String {
 /// What the ledger keeps of a file: its modification time and size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stamp {
-    modified_ns: u128,
+    modified_ns: u64,
     size: u64,
 }
 
@@ -35,11 +34,7 @@ impl Stamp {
     /// The stamp of a `stat` result.
     pub fn of(meta: &Metadata) -> Stamp {
         Stamp {
-            modified_ns: meta
-                .modified()
-                .ok()
-                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-                .map_or(0, |d| d.as_nanos()),
+            modified_ns: bulk::modified_ns(meta),
             size: meta.len(),
         }
     }
@@ -48,7 +43,7 @@ impl Stamp {
     /// the open file.
     pub fn of_head(head: &FileHead) -> Stamp {
         Stamp {
-            modified_ns: head.modified_ns.into(),
+            modified_ns: head.modified_ns,
             size: head.size,
         }
     }

@@ -64,17 +64,23 @@ pub fn read_head(path: &str, max_size: u64) -> Result<FileHead, HeadError> {
         std::fs::File::open(path)
             .and_then(|file| file.take(max_size).read_to_end(&mut data))
             .map_err(error)?;
-        let modified_ns = meta
-            .modified()
-            .ok()
-            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-            .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX));
         Ok(FileHead {
             data,
             size: meta.len(),
-            modified_ns,
+            modified_ns: modified_ns(&meta),
         })
     }
+}
+
+/// A `stat` result's modification time as `read-head` reports it:
+/// nanoseconds since the Unix epoch, 0 when unknown or earlier. The host and
+/// every reader of a file's time share it, so the same stat gives the same
+/// number everywhere.
+pub fn modified_ns(meta: &std::fs::Metadata) -> u64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
 /// The entries of the directory at `path` (absolute, inside the project root

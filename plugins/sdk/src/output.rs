@@ -15,6 +15,17 @@ pub fn floor_boundary(s: &str, max: usize) -> usize {
     i
 }
 
+/// An I/O error's message without the `(os error N)` suffix, which means
+/// nothing to a model and differs between a component, the host and a native
+/// build.
+pub fn plain(err: &std::io::Error) -> String {
+    let text = err.to_string();
+    match text.find(" (os error") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
 /// `line` cut to at most `max` bytes of its own text, with `…` appended when cut.
 pub fn clip(line: &str, max: usize) -> std::borrow::Cow<'_, str> {
     if line.len() <= max {

@@ -217,10 +217,18 @@ pub const KEEP_COMPILED: usize = 24;
 /// Remembered descriptions kept: one per component, config and root in use.
 pub const KEEP_DESCRIBED: usize = 64;
 
+/// How old a use mark may get before a load renews it: pruning ranks files
+/// by days of disuse, and renewing the mark at every start would write the
+/// file's inode at every start.
+const USE_MARK_RESOLUTION: Duration = Duration::from_secs(24 * 3600);
+
 /// Notes that a cache file was just used (its modification time is the last
-/// use), so pruning removes the least recently used files first.
+/// use, to within a day), so pruning removes the least recently used first.
 pub(crate) fn mark_used(path: &Path) {
-    if let Ok(file) = std::fs::File::open(path) {
+    let recent = std::fs::metadata(path)
+        .and_then(|meta| meta.modified())
+        .is_ok_and(|at| at.elapsed().is_ok_and(|age| age < USE_MARK_RESOLUTION));
+    if !recent && let Ok(file) = std::fs::File::open(path) {
         let _ = file.set_modified(std::time::SystemTime::now());
     }
 }

@@ -96,10 +96,9 @@ impl Host for CallState {
     }
 
     fn read_head(&mut self, path: String, max_size: u64) -> Result<FileHead, HeadError> {
-        let (mut file, meta) = open_regular(&self.bulk_roots, Path::new(&path))?;
+        let (file, meta) = open_regular(&self.bulk_roots, Path::new(&path))?;
         let mut data = Vec::with_capacity(meta.len().min(max_size) as usize);
-        (&mut file)
-            .take(max_size)
+        file.take(max_size)
             .read_to_end(&mut data)
             .map_err(|e| HeadError::Other(plain(&e)))?;
         Ok(FileHead {

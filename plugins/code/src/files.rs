@@ -2,6 +2,7 @@
 //! writes, line numbering, diffs, and the mapping of I/O errors to the texts
 //! the model reads.
 
+use iota_toolset::bulk::HeadError;
 use iota_toolset::jail::Jail;
 use std::fs::Metadata;
 use std::io::{self, Write};
@@ -36,12 +37,25 @@ impl Target {
 
     /// `file does not exist: <absolute path>` and its siblings for `err`.
     pub fn error_text(&self, jail: &Jail, err: &io::Error) -> String {
-        if Jail::is_escape(err) {
-            jail.outside(&self.written)
+        let why = if Jail::is_escape(err) {
+            HeadError::Outside
         } else if err.kind() == io::ErrorKind::NotFound {
-            format!("file does not exist: {}", self.abs.display())
+            HeadError::NotFound
         } else {
-            format!("cannot read {}: {}", self.written, plain(err))
+            HeadError::Other(plain(err))
+        };
+        self.refusal(jail, why)
+    }
+
+    /// The text the model reads when this file cannot be read: one place for
+    /// the texts, whether a WASI stat or the host's `read-head` said why.
+    pub fn refusal(&self, jail: &Jail, why: HeadError) -> String {
+        match why {
+            HeadError::NotFound => format!("file does not exist: {}", self.abs.display()),
+            HeadError::Directory => format!("{} is a directory, not a file", self.abs.display()),
+            HeadError::NotRegular => format!("{} is not a regular file", self.written),
+            HeadError::Outside => jail.outside(&self.written),
+            HeadError::Other(why) => format!("cannot read {}: {why}", self.written),
         }
     }
 
@@ -51,10 +65,10 @@ impl Target {
     pub fn regular_file(&self, jail: &Jail) -> Result<Metadata, String> {
         let meta = std::fs::metadata(&self.abs).map_err(|e| self.error_text(jail, &e))?;
         if meta.is_dir() {
-            return Err(format!("{} is a directory, not a file", self.abs.display()));
+            return Err(self.refusal(jail, HeadError::Directory));
         }
         if !meta.is_file() {
-            return Err(format!("{} is not a regular file", self.written));
+            return Err(self.refusal(jail, HeadError::NotRegular));
         }
         Ok(meta)
     }

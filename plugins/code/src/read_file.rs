@@ -17,7 +17,7 @@ use crate::files::{self, Target, numbered};
 use crate::{Ctx, ledger};
 use iota_toolset::ToolResult;
 use iota_toolset::args::positive;
-use iota_toolset::bulk::{self, HeadError};
+use iota_toolset::bulk;
 use iota_toolset::output::{OUTPUT_CAP, window};
 use iota_toolset::size::{kb, mb};
 use schemars::JsonSchema;
@@ -51,13 +51,8 @@ fn read(ctx: &Ctx, args: &Args, written: &str) -> Result<String, String> {
     let target = Target::resolve(&ctx.jail, written)?;
     let offset = positive(args.offset, "offset")?.unwrap_or(1);
     let limit = positive(args.limit, "limit")?;
-    let head = bulk::read_head(&target.abs.to_string_lossy(), files::MAX_READ).map_err(|e| match e {
-        HeadError::NotFound => format!("file does not exist: {}", target.abs.display()),
-        HeadError::Directory => format!("{} is a directory, not a file", target.abs.display()),
-        HeadError::NotRegular => format!("{written} is not a regular file"),
-        HeadError::Outside => ctx.jail.outside(written),
-        HeadError::Other(why) => format!("cannot read {written}: {why}"),
-    })?;
+    let head = bulk::read_head(&target.abs.to_string_lossy(), files::MAX_READ)
+        .map_err(|why| target.refusal(&ctx.jail, why))?;
     let bytes = &head.data;
     if files::is_binary(bytes) {
         return Err(format!(

@@ -49,7 +49,7 @@ pub fn read_head(path: &str, max_size: u64) -> Result<FileHead, HeadError> {
         use std::io::{ErrorKind, Read};
         let error = |e: std::io::Error| match e.kind() {
             ErrorKind::NotFound => HeadError::NotFound,
-            _ => HeadError::Other(e.to_string()),
+            _ => HeadError::Other(crate::output::plain(&e)),
         };
         // Natively there is no preopen: the stat before the open keeps a
         // FIFO from blocking it.

@@ -56,6 +56,21 @@ pub fn run_small(report: &mut Report, iota_host: &Path) {
     small_calls(report, &generated_tree(), iota_host);
 }
 
+/// Only the grep rows on the registry sources, ours against rg: a quick run
+/// while working on the search.
+pub fn run_grep(report: &mut Report) {
+    let peers = Peers::find(report);
+    let Some(registry) = registry_sources() else {
+        report.line("\n(no cargo registry sources on this machine)");
+        return;
+    };
+    report.table(&format!(
+        "grep on the cargo registry sources: {} files",
+        tree::count_files(&registry)
+    ));
+    grep_rows(report, &Component::load(&registry), &registry, &peers, None);
+}
+
 fn generated_tree() -> PathBuf {
     tree::generate(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/tmp/bench-tree-20k"))
 }
@@ -169,18 +184,9 @@ fn peer_time(program: Option<&str>, args: &[&str], cwd: &Path) -> Option<Duratio
     )
 }
 
-fn corpus(report: &mut Report, name: &str, root: &Path, peers: &Peers, iota_host: &Path) {
-    let ours = Component::load(root);
-    let yoagent = Yoagent::new();
-    let search = yoagent::tools::SearchTool::new().with_root(root.to_string_lossy());
-    let list_files = yoagent::tools::ListFilesTool::new();
-    let at = root.to_string_lossy().into_owned();
-    let files = tree::count_files(root);
-    report.table(&format!(
-        "{name}: {files} files, {}",
-        human_size(tree::total_size(root))
-    ));
-
+/// Our grep against rg (and, with `yoagent`, the native build of the same
+/// code and yoagent's search) for the literal and the alternation.
+fn grep_rows(report: &mut Report, ours: &Component, root: &Path, peers: &Peers, yoagent: Option<&Yoagent>) {
     for (label, pattern) in [("grep, literal", LITERAL), ("grep, alternation", ALTERNATION)] {
         let args = json!({ "pattern": pattern });
         let time = median(RUNS, || {
@@ -194,6 +200,8 @@ fn corpus(report: &mut Report, name: &str, root: &Path, peers: &Peers, iota_host
         };
         report.row(label, time, "rg -j1", rg(&["-j1"]));
         report.row(label, time, "rg (2 threads)", rg(&[]));
+        let Some(yoagent) = yoagent else { continue };
+        let search = yoagent::tools::SearchTool::new().with_root(root.to_string_lossy());
         report.row(
             label,
             time,
@@ -205,6 +213,20 @@ fn corpus(report: &mut Report, name: &str, root: &Path, peers: &Peers, iota_host
         });
         report.row(label, time, "yoagent search", Some(yo));
     }
+}
+
+fn corpus(report: &mut Report, name: &str, root: &Path, peers: &Peers, iota_host: &Path) {
+    let ours = Component::load(root);
+    let yoagent = Yoagent::new();
+    let list_files = yoagent::tools::ListFilesTool::new();
+    let at = root.to_string_lossy().into_owned();
+    let files = tree::count_files(root);
+    report.table(&format!(
+        "{name}: {files} files, {}",
+        human_size(tree::total_size(root))
+    ));
+
+    grep_rows(report, &ours, root, peers, Some(&yoagent));
     report.line(
         "| grep, files with matches | — | rg -l | — | not a mode of the spec's grep (its output is path:line: text) |",
     );

@@ -5,6 +5,7 @@
 //! cargo run --release -p iota-bench            # everything
 //! cargo run --release -p iota-bench -- code    # or: shell
 //! cargo run --release -p iota-bench -- small   # only the small read_file calls
+//! cargo run --release -p iota-bench -- grep    # only grep on the registry, against rg
 //! ```
 //!
 //! Medians of wall time; ratio = ours / peer, lower is better. Nothing here
@@ -22,8 +23,8 @@ use std::process::Command;
 
 fn main() {
     let which = std::env::args().nth(1).unwrap_or_else(|| "all".into());
-    if !matches!(which.as_str(), "all" | "code" | "shell" | "small") {
-        eprintln!("usage: iota-bench [all|code|shell|small]");
+    if !matches!(which.as_str(), "all" | "code" | "shell" | "small" | "grep") {
+        eprintln!("usage: iota-bench [all|code|shell|small|grep]");
         std::process::exit(2);
     }
     let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -40,6 +41,7 @@ unless the row says end to end.",
     ));
     match which.as_str() {
         "small" => code::run_small(&mut report, &iota_host),
+        "grep" => code::run_grep(&mut report),
         "shell" => {}
         _ => code::run(&mut report, &iota_host),
     }

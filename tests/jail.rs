@@ -330,6 +330,33 @@ fn bulk_reads_stay_inside_the_root() {
     );
     assert_eq!(std::fs::read_to_string(outside.join("secret.txt")).unwrap(), SECRET);
 
+    // read-files-containing: the same answers for every way out, whatever
+    // the needles; "lacks" for an outside file would tell what it holds.
+    for needles in [vec!["inside"], vec![SECRET], vec!["TOP-SECRET", "nowhere"], vec![""]] {
+        let r = p.call("bulk", json!({ "paths": paths, "max": 9, "needles": needles }));
+        assert!(started.elapsed() < std::time::Duration::from_secs(20), "a read blocked");
+        assert_no_leak(&r.text, &p);
+        let lines: Vec<&str> = r.text.lines().collect();
+        assert_eq!(lines.len(), paths.len(), "{}", r.text);
+        let inside = if needles.iter().any(|n| "inside".contains(n)) {
+            "data: inside"
+        } else {
+            "lacks the needles"
+        };
+        assert_eq!(lines[0], inside, "{needles:?}");
+        assert_eq!(lines[11], inside, "{needles:?}");
+        for (i, line) in lines
+            .iter()
+            .enumerate()
+            .skip(1)
+            .take(7)
+            .chain(lines.iter().enumerate().skip(9).take(2))
+        {
+            assert!(line.starts_with("unreadable: "), "{needles:?}: {}: {line}", paths[i]);
+        }
+        assert_eq!(lines[8], "too large: 10", "{needles:?}");
+    }
+
     // list-dir: the root lists, every way out is refused.
     std::fs::create_dir(root.join("sub")).unwrap();
     let dirs = vec![
@@ -359,4 +386,43 @@ fn bulk_reads_stay_inside_the_root() {
     for (i, line) in lines.iter().enumerate().skip(2) {
         assert!(line.starts_with("refused: "), "{}: {line}", dirs[i]);
     }
+}
+
+/// `read-files-containing` over more files than one answer holds: exactly
+/// the files with a needle come in, at their own index, through several
+/// answers (the 256 KiB and 8 MiB budgets), and no needles keep nothing.
+#[test]
+fn bulk_reads_containing_hand_over_exactly_the_files_with_a_needle() {
+    let p = project().config(&format!(
+        "toolsets:\n  hostile:\n    path: {}/hostile.wasm\n    grant: [process, parallel]\nagents:\n  a:\n    tools:\n      hostile:\n",
+        support::COMPONENTS
+    ));
+    // 150 files of 100 KiB: 15 MiB to look through; every seventh holds a
+    // needle, at its very end or (every fourteenth) its very start.
+    let filler = "x".repeat(100 << 10);
+    let mut paths = Vec::new();
+    for i in 0..150 {
+        let body = match i % 14 {
+            0 => format!("alpha{filler}"),
+            7 => format!("{filler}omega"),
+            _ => filler.clone(),
+        };
+        p.write(&format!("f{i:03}.txt"), &body);
+        paths.push(p.root().join(format!("f{i:03}.txt")).to_string_lossy().into_owned());
+    }
+    let r = p.call("bulk", json!({ "paths": paths, "needles": ["alpha", "omega"] }));
+    let lines: Vec<&str> = r.text.lines().collect();
+    assert_eq!(lines.len(), paths.len());
+    for (i, line) in lines.iter().enumerate() {
+        match i % 14 {
+            0 => assert_eq!(*line, "data: 102405 bytes: alpha…xxxxx", "{i}"),
+            7 => assert_eq!(*line, "data: 102405 bytes: xxxxx…omega", "{i}"),
+            _ => assert_eq!(*line, "lacks the needles", "{i}"),
+        }
+    }
+    let r = p.call("bulk", json!({ "paths": paths, "needles": [] }));
+    assert!(
+        r.text.lines().all(|l| l == "lacks the needles"),
+        "no needles keep nothing"
+    );
 }

@@ -40,8 +40,8 @@ pub struct CallState {
     pub(crate) ui: Arc<dyn ui::Ui>,
     /// The sandbox runner behind `process`, when granted.
     pub(crate) process: Option<Arc<crate::shell::ShellToolset>>,
-    /// The preopens `files.read-files` reads through (empty without access).
-    pub(crate) bulk_roots: Vec<fs::BulkRoot>,
+    /// The preopens `files` reads through (none without access).
+    pub(crate) bulk: fs::Bulk,
     /// Whether the component asked the user anything in this call (a
     /// description given after a question is never remembered).
     pub(crate) asked: bool,

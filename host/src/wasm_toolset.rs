@@ -328,8 +328,7 @@ impl WasmToolset {
             .stdout(stdout.clone())
             .stderr(stderr.clone());
         caps::disable_network(&mut builder);
-        let bulk_roots =
-            fs::preopen(&mut builder, &self.root, &self.read_dirs, access).map_err(|e| format!("{e:#}"))?;
+        let bulk = fs::preopen(&mut builder, &self.root, &self.read_dirs, access).map_err(|e| format!("{e:#}"))?;
         let state = CallState {
             wasi: builder.build(),
             table: Default::default(),
@@ -341,7 +340,7 @@ impl WasmToolset {
             session: session.clone(),
             ui: ui.clone(),
             process: self.process.clone(),
-            bulk_roots,
+            bulk,
             asked: false,
             workers,
         };

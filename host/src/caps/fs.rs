@@ -20,6 +20,11 @@ use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 /// Data one `read-files` answer carries at most (beyond its first file).
 pub const BULK_BUDGET: u64 = 256 << 10;
 
+/// Bytes one `read-files-containing` answer reads at most (beyond its first
+/// file), kept or not: a host call is not interruptible, so one answer stays
+/// a few milliseconds of reading.
+pub const SCAN_BUDGET: u64 = 8 << 20;
+
 /// What a call may do to the project root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FsAccess {
@@ -31,6 +36,12 @@ pub enum FsAccess {
     ReadWrite,
 }
 
+/// Needles `read-files-containing` looks for at most, and their bytes
+/// together; beyond either, every file is kept.
+pub const MAX_NEEDLES: usize = 16;
+/// See [`MAX_NEEDLES`].
+pub const MAX_NEEDLE_BYTES: usize = 64 << 10;
+
 /// A preopened directory as `read-files` sees it: where the guest sees it,
 /// and a handle every open is resolved beneath.
 pub struct BulkRoot {
@@ -38,17 +49,64 @@ pub struct BulkRoot {
     dir: std::fs::File,
 }
 
+/// What `iota:toolset/files` works with in one store: the preopens, and the
+/// needles of the last `read-files-containing` (a search asks with the same
+/// needles batch after batch).
+#[derive(Default)]
+pub struct Bulk {
+    roots: Vec<BulkRoot>,
+    needles: Option<Needles>,
+}
+
+/// Needles, each with its `memmem` searcher. One pass per needle beats one
+/// Teddy pass for all (aho-corasick's or the regex crate's): Teddy keys on a
+/// needle's first bytes, and `fn ` starts a line of every Rust file, while
+/// `memmem` keys on a needle's rarest bytes. Measured on the registry
+/// sources (258 MB): two needles, 40 ms by `memmem` passes, 115 ms by Teddy.
+struct Needles {
+    bytes: Vec<Vec<u8>>,
+    finders: Vec<memchr::memmem::Finder<'static>>,
+}
+
+impl Needles {
+    /// The searchers for `needles`, kept in `last` for the next answer;
+    /// `None` (every file kept) beyond [`MAX_NEEDLES`] or
+    /// [`MAX_NEEDLE_BYTES`], so a component cannot make one host call search
+    /// a file any number of times.
+    fn cached(last: &mut Option<Needles>, needles: Vec<Vec<u8>>) -> Option<&[memchr::memmem::Finder<'static>]> {
+        if needles.len() > MAX_NEEDLES || needles.iter().map(Vec::len).sum::<usize>() > MAX_NEEDLE_BYTES {
+            return None;
+        }
+        if last.as_ref().is_none_or(|last| last.bytes != needles) {
+            let finders = needles
+                .iter()
+                .map(|n| memchr::memmem::Finder::new(n).into_owned())
+                .collect();
+            *last = Some(Needles {
+                bytes: needles,
+                finders,
+            });
+        }
+        last.as_ref().map(|n| n.finders.as_slice())
+    }
+
+    /// Whether `haystack` holds one of the needles.
+    fn any_in(finders: &[memchr::memmem::Finder<'static>], haystack: &[u8]) -> bool {
+        finders.iter().any(|f| f.find(haystack).is_some())
+    }
+}
+
 /// Adds the preopens for `access` to `builder`: the root, and `read_dirs`
 /// read-only at their absolute paths. Returns the same directories for
-/// `read-files` (none without access).
+/// `files` (none without access).
 pub fn preopen(
     builder: &mut WasiCtxBuilder,
     root: &Path,
     read_dirs: &[std::path::PathBuf],
     access: FsAccess,
-) -> Result<Vec<BulkRoot>> {
+) -> Result<Bulk> {
     let perms = match access {
-        FsAccess::None => return Ok(Vec::new()),
+        FsAccess::None => return Ok(Bulk::default()),
         FsAccess::ReadOnly => FsPerms::ReadOnly,
         FsAccess::ReadWrite => FsPerms::ReadWrite,
     };
@@ -65,7 +123,7 @@ pub fn preopen(
             .map_err(anyhow::Error::from)
             .with_context(|| format!("cannot open {}", dir.display()))?;
     }
-    std::iter::once(root)
+    let roots = std::iter::once(root)
         .chain(read_dirs.iter().map(PathBuf::as_path))
         .map(|at| {
             let dir = cap_primitives::fs::open_ambient_dir(at, cap_primitives::ambient_authority())
@@ -75,7 +133,8 @@ pub fn preopen(
                 dir,
             })
         })
-        .collect()
+        .collect::<Result<_>>()?;
+    Ok(Bulk { roots, needles: None })
 }
 
 impl Host for CallState {
@@ -86,7 +145,7 @@ impl Host for CallState {
             if !answer.is_empty() && carried >= BULK_BUDGET {
                 break;
             }
-            let content = read_whole(&self.bulk_roots, Path::new(&path), max_size);
+            let content = read_whole(&self.bulk.roots, Path::new(&path), max_size);
             if let Content::Data(data) = &content {
                 carried += data.len() as u64;
             }
@@ -95,8 +154,36 @@ impl Host for CallState {
         answer
     }
 
+    fn read_files_containing(
+        &mut self,
+        paths: Vec<String>,
+        max_size: u64,
+        needles: Vec<Vec<u8>>,
+    ) -> Vec<Option<Content>> {
+        let Bulk { roots, needles: last } = &mut self.bulk;
+        let finders = Needles::cached(last, needles);
+        let mut answer = Vec::with_capacity(paths.len());
+        let (mut carried, mut read) = (0u64, 0u64);
+        for path in paths {
+            if !answer.is_empty() && (carried >= BULK_BUDGET || read >= SCAN_BUDGET) {
+                break;
+            }
+            let content = read_whole(roots, Path::new(&path), max_size);
+            if let Content::Data(data) = &content {
+                read += data.len() as u64;
+                if finders.is_some_and(|f| !Needles::any_in(f, data)) {
+                    answer.push(None);
+                    continue;
+                }
+                carried += data.len() as u64;
+            }
+            answer.push(Some(content));
+        }
+        answer
+    }
+
     fn read_head(&mut self, path: String, max_size: u64) -> Result<FileHead, HeadError> {
-        let (file, meta) = open_regular(&self.bulk_roots, Path::new(&path))?;
+        let (file, meta) = open_regular(&self.bulk.roots, Path::new(&path))?;
         let mut data = Vec::with_capacity(meta.len().min(max_size) as usize);
         file.take(max_size)
             .read_to_end(&mut data)
@@ -109,7 +196,7 @@ impl Host for CallState {
     }
 
     fn list_dir(&mut self, path: String) -> Result<Vec<Entry>, String> {
-        let (root, relative) = beneath(&self.bulk_roots, Path::new(&path)).ok_or("outside the project root")?;
+        let (root, relative) = beneath(&self.bulk.roots, Path::new(&path)).ok_or("outside the project root")?;
         let relative = if relative.as_os_str().is_empty() {
             Path::new(".")
         } else {
@@ -202,4 +289,33 @@ fn unreadable(why: HeadError) -> Content {
         HeadError::Outside => "outside the project root".into(),
         HeadError::Other(why) => why,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keeps(bulk: &mut Bulk, needles: &[&str], haystack: &str) -> Option<bool> {
+        let needles = needles.iter().map(|n| n.as_bytes().to_vec()).collect();
+        Needles::cached(&mut bulk.needles, needles).map(|f| Needles::any_in(f, haystack.as_bytes()))
+    }
+
+    #[test]
+    fn the_needle_search_follows_the_wit_contract() {
+        let mut bulk = Bulk::default();
+        assert_eq!(keeps(&mut bulk, &["foo", "barbaz"], "a barbaz b"), Some(true));
+        assert_eq!(keeps(&mut bulk, &["foo", "barbaz"], "fo o bar baz"), Some(false));
+        assert_eq!(
+            keeps(&mut bulk, &[""], "anything"),
+            Some(true),
+            "an empty needle is everywhere"
+        );
+        assert_eq!(keeps(&mut bulk, &[""], ""), Some(true));
+        assert_eq!(keeps(&mut bulk, &[], "anything"), Some(false), "no needles, in no file");
+        let many: Vec<String> = (0..=MAX_NEEDLES).map(|i| format!("n{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert_eq!(keeps(&mut bulk, &many, "x"), None, "too many needles: not looked for");
+        let long = "x".repeat(MAX_NEEDLE_BYTES + 1);
+        assert_eq!(keeps(&mut bulk, &[&long], "y"), None, "too long: not looked for");
+    }
 }

@@ -213,10 +213,10 @@ impl FileSearch {
     /// time.
     fn batch(&self, batch: &Batch, out: &mut Output) {
         let mut searcher = self.searcher.borrow_mut();
-        bulk::each_file(&batch.paths, MAX_FILE, |i, content| {
+        let search = |i: usize, content: Content| {
             // Too large or unreadable files are skipped.
             let Content::Data(buf) = content else { return true };
-            if self.required.as_ref().is_some_and(|r| !r.may_match(&buf)) || files::is_binary(&buf) {
+            if files::is_binary(&buf) {
                 return true;
             }
             let mut sink = FileSink {
@@ -226,7 +226,12 @@ impl FileSearch {
             // An error from one file (it cannot happen on a slice) skips that file.
             let _ = searcher.search_slice(&self.matcher, &buf, &mut sink);
             !out.stopped
-        });
+        };
+        match &self.required {
+            // The host hands over only the files that hold a required literal.
+            Some(required) => bulk::each_file_containing(&batch.paths, MAX_FILE, required.needles(), search),
+            None => bulk::each_file(&batch.paths, MAX_FILE, search),
+        }
     }
 }
 

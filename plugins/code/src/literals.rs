@@ -1,18 +1,18 @@
 //! A fast necessary condition for grep: the literals every match must start
-//! (or end) with, found with `memmem` before the regex engine sees a file.
+//! (or end) with, which the host looks for before a file is copied in
+//! (`iota:toolset/files.read-files-containing`).
 //!
-//! Why: inside the component there is no SSSE3/AVX2, so the regex crate's
-//! Teddy prefilter for several literals is unavailable and an alternation such
-//! as `foo|bar` falls back to a byte-at-a-time automaton over every file. A few
-//! `memmem` passes reject the files that cannot match (nearly all of them) at
-//! memory speed; only the rest are searched in full, so the output is exactly
-//! what the regex alone would give.
+//! Why: most files of a tree cannot match. Rejecting them inside the
+//! component costs a copy of every file into linear memory and a search
+//! without SSSE3/AVX2 (so, for `foo|bar`, one `memmem` pass per literal, the
+//! regex crate's Teddy being x86-only); the host rejects them natively in one
+//! Teddy pass over the buffer it read anyway. Only the rest are searched in
+//! full, so the output is exactly what the regex alone would give.
 
-use memchr::memmem::Finder;
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 
-/// At most this many literals are tried; beyond that the regex's own
-/// automaton is no slower.
+/// At most this many literals are asked for; beyond that few files are
+/// rejected (the set is case variants or short classes).
 const MAX_LITERALS: usize = 8;
 
 /// Literals shorter than this reject too little to pay for the pass.
@@ -20,7 +20,7 @@ const MIN_LEN: usize = 3;
 
 /// The literals one of which occurs in every file with a match.
 pub struct RequiredLiterals {
-    finders: Vec<Finder<'static>>,
+    literals: Vec<Vec<u8>>,
 }
 
 impl RequiredLiterals {
@@ -38,14 +38,12 @@ impl RequiredLiterals {
                 (literals.len() <= MAX_LITERALS && shortest >= MIN_LEN).then_some((shortest, literals))
             })
             .max_by_key(|(shortest, literals)| (*shortest, std::cmp::Reverse(literals.len())))?;
-        Some(RequiredLiterals {
-            finders: best.1.iter().map(|l| Finder::new(l).into_owned()).collect(),
-        })
+        Some(RequiredLiterals { literals: best.1 })
     }
 
-    /// Whether `haystack` contains one of the literals (and so may match).
-    pub fn may_match(&self, haystack: &[u8]) -> bool {
-        self.finders.iter().any(|f| f.find(haystack).is_some())
+    /// The literals, as needles for `read-files-containing`.
+    pub fn needles(&self) -> &[Vec<u8>] {
+        &self.literals
     }
 }
 
@@ -55,9 +53,9 @@ mod tests {
 
     fn literals(pattern: &str) -> Option<Vec<String>> {
         RequiredLiterals::of(pattern).map(|r| {
-            r.finders
+            r.literals
                 .iter()
-                .map(|f| String::from_utf8_lossy(f.needle()).into_owned())
+                .map(|l| String::from_utf8_lossy(l).into_owned())
                 .collect()
         })
     }
@@ -81,12 +79,17 @@ mod tests {
         assert_eq!(literals("("), None, "invalid patterns are refused elsewhere");
     }
 
+    /// Whether `haystack` holds one of the literals, as the host decides it.
+    fn may_match(r: &RequiredLiterals, haystack: &[u8]) -> bool {
+        r.needles().iter().any(|n| memchr::memmem::find(haystack, n).is_some())
+    }
+
     #[test]
     fn a_file_without_any_literal_cannot_match() {
         let r = RequiredLiterals::of("foo|barbaz").unwrap();
-        assert!(r.may_match(b"xx barbaz"));
-        assert!(r.may_match(b"food"));
-        assert!(!r.may_match(b"fo o bar baz"));
+        assert!(may_match(&r, b"xx barbaz"));
+        assert!(may_match(&r, b"food"));
+        assert!(!may_match(&r, b"fo o bar baz"));
         // Sound against the regex itself, over a few haystacks.
         for pattern in ["foo|barbaz", r"\w+_marker", "ab(c|d)ef", "(?i)abc"] {
             let re = regex::bytes::Regex::new(pattern).unwrap();
@@ -101,7 +104,7 @@ mod tests {
                 b"nothing here",
                 b"foo",
             ] {
-                assert!(!re.is_match(hay) || r.may_match(hay), "{pattern} on {hay:?}");
+                assert!(!re.is_match(hay) || may_match(&r, hay), "{pattern} on {hay:?}");
             }
         }
     }

@@ -37,6 +37,31 @@ pub fn each_file(paths: &[String], max_size: u64, mut f: impl FnMut(usize, Conte
     }
 }
 
+/// Reads every path like [`each_file`], but hands `f` only the answers for
+/// files that hold one of `needles` (or are too large or unreadable): the
+/// host looks for the needles natively, so the files that cannot match are
+/// never copied in. `f` gets each answer's index in `paths`.
+pub fn each_file_containing(
+    paths: &[String],
+    max_size: u64,
+    needles: &[Vec<u8>],
+    mut f: impl FnMut(usize, Content) -> bool,
+) {
+    let mut done = 0;
+    while done < paths.len() {
+        let batch = read_some_containing(&paths[done..], max_size, needles);
+        assert!(!batch.is_empty(), "read-files-containing answered nothing");
+        for content in batch {
+            if let Some(content) = content
+                && !f(done, content)
+            {
+                return;
+            }
+            done += 1;
+        }
+    }
+}
+
 /// Opens the file at `path` (absolute, inside the project root or a
 /// read-only directory; links followed while they stay inside) and reads at
 /// most `max_size` bytes, with its size and modification time: one host call
@@ -113,6 +138,24 @@ pub fn list_dir(path: &str) -> Result<Vec<Entry>, String> {
 #[cfg(target_arch = "wasm32")]
 fn read_some(paths: &[String], max_size: u64) -> Vec<Content> {
     crate::bindings::iota::toolset::files::read_files(paths, max_size)
+}
+
+#[cfg(target_arch = "wasm32")]
+fn read_some_containing(paths: &[String], max_size: u64, needles: &[Vec<u8>]) -> Vec<Option<Content>> {
+    crate::bindings::iota::toolset::files::read_files_containing(paths, max_size, needles)
+}
+
+/// Natively the needles are looked for here, one `memmem` pass each, as the
+/// host would answer (the limits on needles aside).
+#[cfg(not(target_arch = "wasm32"))]
+fn read_some_containing(paths: &[String], max_size: u64, needles: &[Vec<u8>]) -> Vec<Option<Content>> {
+    read_some(paths, max_size)
+        .into_iter()
+        .map(|content| match content {
+            Content::Data(data) if !needles.iter().any(|n| memchr::memmem::find(&data, n).is_some()) => None,
+            other => Some(other),
+        })
+        .collect()
 }
 
 #[cfg(not(target_arch = "wasm32"))]

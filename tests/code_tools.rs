@@ -121,6 +121,33 @@ fn grep_formats_matches_and_context_in_line_order() {
     assert_eq!(r.header, "grep two|four");
 }
 
+/// The host skips files that hold none of a pattern's required literals
+/// (`read-files-containing`); every file with a match must still be found:
+/// each case variant, Unicode case folding (the Kelvin sign matches `k`),
+/// each alternative, a match at a file's very start and end.
+#[test]
+fn grep_finds_every_file_a_case_insensitive_or_alternation_pattern_matches() {
+    let p = Project::new();
+    p.write("a.txt", "Task at the start");
+    p.write("b.txt", "no match here\nends with TASK");
+    p.write("c.txt", "ta\u{17f}\u{212a} in Unicode");
+    p.write("d.txt", "t a s k, tas, ask");
+    p.write("e.txt", "xx tAsK xx\nfn iota_marker\n");
+    p.write("f.txt", "zqxjv_ here");
+    for i in 0..40 {
+        p.write(&format!("g/filler{i:02}.txt"), "nothing of interest\n");
+    }
+    let r = p.call("grep", json!({"pattern": "(?i)task"}));
+    assert_ok(
+        &r,
+        "a.txt:1: Task at the start\nb.txt:2: ends with TASK\nc.txt:1: ta\u{17f}\u{212a} in Unicode\ne.txt:1: xx tAsK xx",
+    );
+    let r = p.call("grep", json!({"pattern": "zq[x]jv_|fn iota"}));
+    assert_ok(&r, "e.txt:2: fn iota_marker\nf.txt:1: zqxjv_ here");
+    let r = p.call("grep", json!({"pattern": "(?i)FN IOTA|ZQXJV"}));
+    assert_ok(&r, "e.txt:2: fn iota_marker\nf.txt:1: zqxjv_ here");
+}
+
 #[test]
 fn grep_context_is_clamped_to_0_10() {
     let p = Project::new();

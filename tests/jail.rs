@@ -332,17 +332,23 @@ fn bulk_reads_stay_inside_the_root() {
 
     // read-files-containing: the same answers for every way out, whatever
     // the needles; "lacks" for an outside file would tell what it holds.
-    for needles in [vec!["inside"], vec![SECRET], vec!["TOP-SECRET", "nowhere"], vec![""]] {
-        let r = p.call("bulk", json!({ "paths": paths, "max": 9, "needles": needles }));
+    let cases = [
+        (vec!["inside"], false, true),
+        (vec![SECRET], false, false),
+        (vec!["TOP-SECRET", "nowhere"], false, false),
+        (vec!["top-secret"], true, false),
+        (vec!["INSIDE"], false, false),
+        (vec!["INSIDE"], true, true),
+        (vec![""], false, true),
+    ];
+    for (needles, fold_case, holds) in cases {
+        let args = json!({ "paths": paths, "max": 9, "needles": needles, "fold_case": fold_case });
+        let r = p.call("bulk", args);
         assert!(started.elapsed() < std::time::Duration::from_secs(20), "a read blocked");
         assert_no_leak(&r.text, &p);
         let lines: Vec<&str> = r.text.lines().collect();
         assert_eq!(lines.len(), paths.len(), "{}", r.text);
-        let inside = if needles.iter().any(|n| "inside".contains(n)) {
-            "data: inside"
-        } else {
-            "lacks the needles"
-        };
+        let inside = if holds { "data: inside" } else { "lacks the needles" };
         assert_eq!(lines[0], inside, "{needles:?}");
         assert_eq!(lines[11], inside, "{needles:?}");
         for (i, line) in lines

@@ -34,6 +34,8 @@ const RUNS: usize = 7;
 const ALTERNATION: &str = "zq[x]jv_never_|fn iota_bench_marker";
 /// A plain identifier, what a model greps for most.
 const LITERAL: &str = "iota_bench_marker_never";
+/// The same without regard to case: a literal per case variant.
+const IGNORING_CASE: &str = "(?i)iota_bench_marker_never";
 /// The glob every contender runs.
 const GLOB: &str = "*.toml";
 
@@ -187,7 +189,11 @@ fn peer_time(program: Option<&str>, args: &[&str], cwd: &Path) -> Option<Duratio
 /// Our grep against rg (and, with `yoagent`, the native build of the same
 /// code and yoagent's search) for the literal and the alternation.
 fn grep_rows(report: &mut Report, ours: &Component, root: &Path, peers: &Peers, yoagent: Option<&Yoagent>) {
-    for (label, pattern) in [("grep, literal", LITERAL), ("grep, alternation", ALTERNATION)] {
+    for (label, pattern) in [
+        ("grep, literal", LITERAL),
+        ("grep, alternation", ALTERNATION),
+        ("grep, ignoring case", IGNORING_CASE),
+    ] {
         let args = json!({ "pattern": pattern });
         let time = median(RUNS, || {
             ours.call("grep", &args);

@@ -229,7 +229,9 @@ impl FileSearch {
         };
         match &self.required {
             // The host hands over only the files that hold a required literal.
-            Some(required) => bulk::each_file_containing(&batch.paths, MAX_FILE, required.needles(), search),
+            Some(required) => {
+                bulk::each_file_containing(&batch.paths, MAX_FILE, required.needles(), required.fold_case(), search)
+            }
             None => bulk::each_file(&batch.paths, MAX_FILE, search),
         }
     }

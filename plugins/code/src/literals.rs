@@ -21,6 +21,7 @@ const MIN_LEN: usize = 3;
 /// The literals one of which occurs in every file with a match.
 pub struct RequiredLiterals {
     literals: Vec<Vec<u8>>,
+    fold_case: bool,
 }
 
 impl RequiredLiterals {
@@ -29,21 +30,49 @@ impl RequiredLiterals {
     /// must be searched.
     pub fn of(pattern: &str) -> Option<RequiredLiterals> {
         let hir = regex_syntax::parse(pattern).ok()?;
-        let best = [ExtractKind::Prefix, ExtractKind::Suffix]
+        [ExtractKind::Prefix, ExtractKind::Suffix]
             .into_iter()
             .filter_map(|kind| {
                 let seq = Extractor::new().kind(kind).extract(&hir);
-                let literals: Vec<Vec<u8>> = seq.literals()?.iter().map(|l| l.as_bytes().to_vec()).collect();
-                let shortest = literals.iter().map(Vec::len).min()?;
-                (literals.len() <= MAX_LITERALS && shortest >= MIN_LEN).then_some((shortest, literals))
+                RequiredLiterals::few(seq.literals()?.iter().map(|l| l.as_bytes().to_vec()).collect())
             })
-            .max_by_key(|(shortest, literals)| (*shortest, std::cmp::Reverse(literals.len())))?;
-        Some(RequiredLiterals { literals: best.1 })
+            .max_by_key(|r| (r.shortest(), !r.fold_case, std::cmp::Reverse(r.literals.len())))
+    }
+
+    /// `literals` when they are few and long enough; when they are many,
+    /// their ASCII-lower-case forms when those are few. `(?i)abcd` gives a
+    /// literal per case variant (16), all one word without case. Folding
+    /// only weakens the condition: a file with a variant holds its folded
+    /// form, so no file that may match is skipped.
+    fn few(literals: Vec<Vec<u8>>) -> Option<RequiredLiterals> {
+        let mut required = RequiredLiterals {
+            literals,
+            fold_case: false,
+        };
+        if required.literals.len() > MAX_LITERALS {
+            let mut folded: Vec<Vec<u8>> = required.literals.iter().map(|l| l.to_ascii_lowercase()).collect();
+            folded.sort_unstable();
+            folded.dedup();
+            required = RequiredLiterals {
+                literals: folded,
+                fold_case: true,
+            };
+        }
+        (required.literals.len() <= MAX_LITERALS && required.shortest() >= MIN_LEN).then_some(required)
+    }
+
+    fn shortest(&self) -> usize {
+        self.literals.iter().map(Vec::len).min().unwrap_or(0)
     }
 
     /// The literals, as needles for `read-files-containing`.
     pub fn needles(&self) -> &[Vec<u8>] {
         &self.literals
+    }
+
+    /// Whether the needles are to be found without regard to ASCII case.
+    pub fn fold_case(&self) -> bool {
+        self.fold_case
     }
 }
 
@@ -51,37 +80,65 @@ impl RequiredLiterals {
 mod tests {
     use super::*;
 
-    fn literals(pattern: &str) -> Option<Vec<String>> {
+    /// The needles of `pattern` and whether they fold case.
+    fn needles(pattern: &str) -> Option<(Vec<String>, bool)> {
         RequiredLiterals::of(pattern).map(|r| {
-            r.literals
+            let needles = r
+                .literals
                 .iter()
                 .map(|l| String::from_utf8_lossy(l).into_owned())
-                .collect()
+                .collect();
+            (needles, r.fold_case)
         })
+    }
+
+    fn exact(needles: &[&str]) -> Option<(Vec<String>, bool)> {
+        Some((needles.iter().map(|n| n.to_string()).collect(), false))
+    }
+
+    fn folded(needles: &[&str]) -> Option<(Vec<String>, bool)> {
+        Some((needles.iter().map(|n| n.to_string()).collect(), true))
     }
 
     #[test]
     fn alternations_and_classes_give_their_literals() {
-        assert_eq!(literals("foo|barbaz"), Some(vec!["foo".into(), "barbaz".into()]));
+        assert_eq!(needles("foo|barbaz"), exact(&["foo", "barbaz"]));
+        assert_eq!(needles("zq[x]jv_|fn iota"), exact(&["zqxjv_", "fn iota"]));
+        assert_eq!(needles(r"\w+_marker"), exact(&["_marker"]));
+        assert_eq!(needles("(?i)ab"), None, "too short to pay");
+    }
+
+    #[test]
+    fn case_variants_fold_into_one_needle() {
+        assert_eq!(needles("(?i-u)task"), folded(&["task"]));
         assert_eq!(
-            literals("zq[x]jv_|fn iota"),
-            Some(vec!["zqxjv_".into(), "fn iota".into()])
+            needles("(?i)todo_never_x"),
+            folded(&["o_never_x"]),
+            "the longest suffix set in the limits"
         );
-        assert_eq!(literals(r"\w+_marker"), Some(vec!["_marker".into()]));
+        // Unicode case folding adds the Kelvin sign and the long s.
+        assert_eq!(
+            needles("(?i)task|TASK"),
+            folded(&["task", "tas\u{212a}", "ta\u{17f}k", "ta\u{17f}\u{212a}"])
+        );
     }
 
     #[test]
     fn patterns_without_a_useful_set_search_everything() {
-        assert_eq!(literals(r"\w+"), None);
-        assert_eq!(literals("a|b"), None, "too short to pay");
-        assert_eq!(literals("x.*y"), None);
-        assert_eq!(literals("(?i)abcdefgh"), None, "2^8 case variants");
-        assert_eq!(literals("("), None, "invalid patterns are refused elsewhere");
+        assert_eq!(needles(r"\w+"), None);
+        assert_eq!(needles("a|b"), None, "too short to pay");
+        assert_eq!(needles("x.*y"), None);
+        assert_eq!(needles("("), None, "invalid patterns are refused elsewhere");
     }
 
-    /// Whether `haystack` holds one of the literals, as the host decides it.
+    /// Whether `haystack` holds one of the needles, as the host decides it.
     fn may_match(r: &RequiredLiterals, haystack: &[u8]) -> bool {
-        r.needles().iter().any(|n| memchr::memmem::find(haystack, n).is_some())
+        let haystack = if r.fold_case {
+            haystack.to_ascii_lowercase()
+        } else {
+            haystack.to_vec()
+        };
+        r.needles().iter().any(|n| memchr::memmem::find(&haystack, n).is_some())
     }
 
     #[test]
@@ -91,11 +148,16 @@ mod tests {
         assert!(may_match(&r, b"food"));
         assert!(!may_match(&r, b"fo o bar baz"));
         // Sound against the regex itself, over a few haystacks.
-        for pattern in ["foo|barbaz", r"\w+_marker", "ab(c|d)ef", "(?i)abc"] {
+        for pattern in [
+            "foo|barbaz",
+            r"\w+_marker",
+            "ab(c|d)ef",
+            "(?i)abc",
+            "(?i)abcdefgh",
+            "(?i)task",
+        ] {
             let re = regex::bytes::Regex::new(pattern).unwrap();
-            let Some(r) = RequiredLiterals::of(pattern) else {
-                continue;
-            };
+            let r = RequiredLiterals::of(pattern).unwrap();
             for hay in [
                 &b"abcef abdef"[..],
                 b"x_marker",
@@ -103,6 +165,10 @@ mod tests {
                 b"aBc",
                 b"nothing here",
                 b"foo",
+                b"xxABCdEfGhxx",
+                b"TAS\xe2\x84\xaa",
+                b"ta\xc5\xbfk",
+                b"tASk",
             ] {
                 assert!(!re.is_match(hay) || may_match(&r, hay), "{pattern} on {hay:?}");
             }

@@ -38,18 +38,20 @@ pub fn each_file(paths: &[String], max_size: u64, mut f: impl FnMut(usize, Conte
 }
 
 /// Reads every path like [`each_file`], but hands `f` only the answers for
-/// files that hold one of `needles` (or are too large or unreadable): the
-/// host looks for the needles natively, so the files that cannot match are
-/// never copied in. `f` gets each answer's index in `paths`.
+/// files that hold one of `needles` (with `fold_case`, ASCII letters in
+/// either case), or are too large or unreadable: the host looks for the
+/// needles natively, so the files that cannot match are never copied in.
+/// `f` gets each answer's index in `paths`.
 pub fn each_file_containing(
     paths: &[String],
     max_size: u64,
     needles: &[Vec<u8>],
+    fold_case: bool,
     mut f: impl FnMut(usize, Content) -> bool,
 ) {
     let mut done = 0;
     while done < paths.len() {
-        let batch = read_some_containing(&paths[done..], max_size, needles);
+        let batch = read_some_containing(&paths[done..], max_size, needles, fold_case);
         assert!(!batch.is_empty(), "read-files-containing answered nothing");
         for content in batch {
             if let Some(content) = content
@@ -141,18 +143,31 @@ fn read_some(paths: &[String], max_size: u64) -> Vec<Content> {
 }
 
 #[cfg(target_arch = "wasm32")]
-fn read_some_containing(paths: &[String], max_size: u64, needles: &[Vec<u8>]) -> Vec<Option<Content>> {
-    crate::bindings::iota::toolset::files::read_files_containing(paths, max_size, needles)
+fn read_some_containing(paths: &[String], max_size: u64, needles: &[Vec<u8>], fold_case: bool) -> Vec<Option<Content>> {
+    crate::bindings::iota::toolset::files::read_files_containing(paths, max_size, needles, fold_case)
 }
 
 /// Natively the needles are looked for here, one `memmem` pass each, as the
 /// host would answer (the limits on needles aside).
 #[cfg(not(target_arch = "wasm32"))]
-fn read_some_containing(paths: &[String], max_size: u64, needles: &[Vec<u8>]) -> Vec<Option<Content>> {
+fn read_some_containing(paths: &[String], max_size: u64, needles: &[Vec<u8>], fold_case: bool) -> Vec<Option<Content>> {
+    fn fold(bytes: &[u8], fold_case: bool) -> std::borrow::Cow<'_, [u8]> {
+        if fold_case {
+            std::borrow::Cow::Owned(bytes.to_ascii_lowercase())
+        } else {
+            std::borrow::Cow::Borrowed(bytes)
+        }
+    }
+    let needles: Vec<_> = needles.iter().map(|n| fold(n, fold_case)).collect();
     read_some(paths, max_size)
         .into_iter()
         .map(|content| match content {
-            Content::Data(data) if !needles.iter().any(|n| memchr::memmem::find(&data, n).is_some()) => None,
+            Content::Data(data) => {
+                let haystack = fold(&data, fold_case);
+                let holds = needles.iter().any(|n| memchr::memmem::find(&haystack, n).is_some());
+                drop(haystack);
+                holds.then_some(Content::Data(data))
+            }
             other => Some(other),
         })
         .collect()
@@ -184,4 +199,52 @@ fn read_some(paths: &[String], max_size: u64) -> Vec<Content> {
             read().unwrap_or_else(|e| Content::Unreadable(e.to_string()))
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The native fallback answers as the host does: only files with a
+    /// needle (case folded when asked), too large and unreadable ones too.
+    #[test]
+    fn each_file_containing_hands_over_the_files_with_a_needle() {
+        let dir = std::env::temp_dir().join(format!("iota-sdk-bulk-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let files = [
+            ("a", "has Needle"),
+            ("b", "has needle"),
+            ("c", "nothing"),
+            ("d", "a needle, but too long"),
+        ];
+        let mut paths: Vec<String> = files
+            .iter()
+            .map(|(name, text)| {
+                let path = dir.join(name);
+                std::fs::write(&path, text).unwrap();
+                path.to_string_lossy().into_owned()
+            })
+            .collect();
+        paths.push(dir.join("missing").to_string_lossy().into_owned());
+        let handed = |needles: &[&str], fold_case: bool| {
+            let needles: Vec<Vec<u8>> = needles.iter().map(|n| n.as_bytes().to_vec()).collect();
+            let mut handed = Vec::new();
+            each_file_containing(&paths, 12, &needles, fold_case, |i, content| {
+                handed.push((i, matches!(content, Content::Data(_))));
+                true
+            });
+            handed
+        };
+        assert_eq!(handed(&["needle"], false), [(1, true), (3, false), (4, false)]);
+        assert_eq!(
+            handed(&["NEEDLE"], true),
+            [(0, true), (1, true), (3, false), (4, false)]
+        );
+        assert_eq!(
+            handed(&["nothing", "Need"], false),
+            [(0, true), (2, true), (3, false), (4, false)]
+        );
+        assert_eq!(handed(&[], false), [(3, false), (4, false)]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }

@@ -76,3 +76,35 @@ pub fn answer<P: DeserializeOwned, A: Serialize>(tool: &str, input: &str, f: imp
         .and_then(|piece| serde_json::to_string(&f(piece)).map_err(|e| e.to_string()));
     ToolResult::from_outcome(tool, outcome)
 }
+
+/// What a piece compiles from its arguments (a regex, a glob), kept for the
+/// next piece: a worker instance runs the pieces of one call in turn, all
+/// with the same arguments. Lives in a `thread_local!` (one per instance).
+pub struct LastCompiled<K, V>(std::cell::RefCell<Option<(K, std::rc::Rc<V>)>>);
+
+impl<K: PartialEq, V> Default for LastCompiled<K, V> {
+    fn default() -> Self {
+        LastCompiled::new()
+    }
+}
+
+impl<K: PartialEq, V> LastCompiled<K, V> {
+    /// Nothing compiled yet.
+    pub const fn new() -> LastCompiled<K, V> {
+        LastCompiled(std::cell::RefCell::new(None))
+    }
+
+    /// The value for `key`: the last one when its key is the same, else
+    /// `compile(&key)` kept for next time (`None` when that fails).
+    pub fn get(&self, key: K, compile: impl FnOnce(&K) -> Option<V>) -> Option<std::rc::Rc<V>> {
+        let mut last = self.0.borrow_mut();
+        if let Some((k, value)) = &*last
+            && *k == key
+        {
+            return Some(value.clone());
+        }
+        let value = std::rc::Rc::new(compile(&key)?);
+        *last = Some((key, value.clone()));
+        Some(value)
+    }
+}

@@ -117,7 +117,7 @@ pub fn run_piece(ctx: &Ctx, input: &str) -> ToolResult {
 
 /// The files of one piece that match, in walk order, at most [`CANDIDATES`].
 fn match_piece(ctx: &Ctx, piece: Piece) -> Vec<Match> {
-    let Ok(matcher) = compile(&piece.pattern) else {
+    let Some(matcher) = LAST.with(|last| last.get(piece.pattern, |p| compile(p).ok())) else {
         return Vec::new();
     };
     let mut found = Vec::new();
@@ -153,6 +153,11 @@ fn match_piece(ctx: &Ctx, piece: Piece) -> Vec<Match> {
         }
     }
     found
+}
+
+thread_local! {
+    /// Compiling the glob was a quarter of a piece's time.
+    static LAST: fanout::LastCompiled<String, globset::GlobMatcher> = const { fanout::LastCompiled::new() };
 }
 
 /// Compiles a glob the way the spec reads it: `*` and `?` stay inside one

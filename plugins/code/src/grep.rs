@@ -144,7 +144,12 @@ pub fn run_piece(ctx: &Ctx, input: &str) -> ToolResult {
 /// Searches the files of one piece, with the caps of a whole search.
 fn search_piece(ctx: &Ctx, piece: Piece) -> Found {
     let include = piece.include.as_deref().and_then(|i| compile_include(i).ok());
-    let Some(search) = FileSearch::cached(&piece.pattern, piece.context) else {
+    let compiled = LAST.with(|last| {
+        last.get((piece.pattern, piece.context), |(pattern, context)| {
+            Some(FileSearch::new(pattern, *context, compile(pattern).ok()?))
+        })
+    });
+    let Some(search) = compiled else {
         return Found::default();
     };
     let mut out = Output::default();
@@ -171,29 +176,11 @@ struct FileSearch {
 }
 
 thread_local! {
-    /// The last search compiled: a worker instance runs the pieces of one
-    /// call in turn, all with the same pattern.
-    static LAST: std::cell::RefCell<Option<(String, usize, std::rc::Rc<FileSearch>)>> =
-        const { std::cell::RefCell::new(None) };
+    /// The last search compiled, by pattern and context.
+    static LAST: fanout::LastCompiled<(String, usize), FileSearch> = const { fanout::LastCompiled::new() };
 }
 
 impl FileSearch {
-    /// The search for `pattern` with `context`, compiled once per instance
-    /// (`None` when the pattern does not compile).
-    fn cached(pattern: &str, context: usize) -> Option<std::rc::Rc<FileSearch>> {
-        LAST.with_borrow_mut(|last| {
-            if let Some((p, c, search)) = last
-                && p == pattern
-                && *c == context
-            {
-                return Some(search.clone());
-            }
-            let search = std::rc::Rc::new(FileSearch::new(pattern, context, compile(pattern).ok()?));
-            *last = Some((pattern.to_string(), context, search.clone()));
-            Some(search)
-        })
-    }
-
     fn new(pattern: &str, context: usize, matcher: RegexMatcher) -> FileSearch {
         let searcher = SearcherBuilder::new()
             .line_number(true)

@@ -128,10 +128,13 @@ impl Walk {
     /// The entries of `dir` the walk shows, sorted by name; an unreadable
     /// directory has none.
     fn children(&self, dir: &Path) -> Vec<Entry> {
-        let Ok(listed) = bulk::list_dir(&dir.to_string_lossy()) else {
+        let Ok(mut listed) = bulk::list_dir(&dir.to_string_lossy()) else {
             return Vec::new();
         };
-        let mut children: Vec<Entry> = listed
+        // By the names as listed: comparing the paths' file names parses
+        // every path at every comparison. Names in a directory are unique.
+        listed.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        listed
             .into_iter()
             .filter(|e| e.name != ".git")
             .map(|e| Entry {
@@ -139,9 +142,7 @@ impl Walk {
                 kind: e.kind,
             })
             .filter(|e| !self.ignored(e))
-            .collect();
-        children.sort_by(|a, b| a.path.file_name().cmp(&b.path.file_name()));
-        children
+            .collect()
     }
 
     fn ignored(&self, entry: &Entry) -> bool {

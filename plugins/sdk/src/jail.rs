@@ -61,6 +61,18 @@ impl Jail {
     /// The root-relative form of an absolute path inside the root, with `/`
     /// separators; `.` for the root itself.
     pub fn relative(&self, path: &Path) -> String {
+        // A walk asks this for every entry: a plain byte prefix when the
+        // rest is already clean (what `Path::strip_prefix` would give, a
+        // fifth of a glob's time in a component), components otherwise.
+        if let Some(rest) = path
+            .as_os_str()
+            .as_encoded_bytes()
+            .strip_prefix(self.root.as_os_str().as_encoded_bytes())
+            .and_then(|rest| rest.strip_prefix(b"/"))
+            && is_clean_relative(rest)
+        {
+            return String::from_utf8_lossy(rest).into_owned();
+        }
         match path.strip_prefix(&self.root) {
             Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
             Ok(rel) => rel.to_string_lossy().replace('\\', "/"),
@@ -74,6 +86,17 @@ impl Jail {
         // errno 63 is EPERM in wasi-libc's numbering; natively there is no preopen.
         cfg!(target_os = "wasi") && err.raw_os_error() == Some(63)
     }
+}
+
+/// Whether `rest` is a relative path of plain names joined by single `/`s
+/// (no empty, `.` or `..` component, no `\\`): then it is its own
+/// root-relative form.
+fn is_clean_relative(rest: &[u8]) -> bool {
+    !rest.is_empty()
+        && !rest.contains(&b'\\')
+        && rest
+            .split(|&b| b == b'/')
+            .all(|name| !name.is_empty() && name != b"." && name != b"..")
 }
 
 /// Cleans a path lexically: drops `.`, applies `..` (never above the top).
@@ -141,6 +164,27 @@ mod tests {
         let j = jail();
         assert_eq!(j.relative(Path::new("/home/u/project")), ".");
         assert_eq!(j.relative(Path::new("/home/u/project/a/b")), "a/b");
+        // The byte fast path and the components agree, whatever the form.
+        for path in [
+            "/home/u/project/a",
+            "/home/u/project/a/b.rs",
+            "/home/u/project//a",
+            "/home/u/project/./a/",
+            "/home/u/project/a/./b",
+            "/home/u/project/a//b/",
+            "/home/u/project/.hidden/..x",
+            "/home/u/project/a/../b",
+            "/home/u/project_evil/a",
+            "/home/u/projectx",
+            "/elsewhere",
+        ] {
+            let by_components = match Path::new(path).strip_prefix(j.root()) {
+                Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+                Ok(rel) => rel.to_string_lossy().into_owned(),
+                Err(_) => path.to_string(),
+            };
+            assert_eq!(j.relative(Path::new(path)), by_components, "{path}");
+        }
     }
 
     #[test]

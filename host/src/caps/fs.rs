@@ -64,8 +64,9 @@ pub struct Bulk {
 /// `memmem` keys on a needle's rarest bytes. Measured on the registry
 /// sources (258 MB): two needles, 40 ms by `memmem` passes, 115 ms by Teddy.
 /// Case is folded by searching a lower-case copy of the file (one
-/// vectorised pass): 2–3x faster than aho-corasick's or the regex crate's
-/// case-insensitive search.
+/// vectorised pass); measured the same way with three words, 43–52 ms,
+/// against 109–118 ms for the regex crate's case-insensitive search and
+/// 88–220 ms for aho-corasick's.
 struct Needles {
     asked: (Vec<Vec<u8>>, bool),
     finders: Vec<memchr::memmem::Finder<'static>>,

@@ -3,16 +3,15 @@
 //! (`iota:toolset/files.read-files-containing`).
 //!
 //! Why: most files of a tree cannot match. Rejecting them inside the
-//! component costs a copy of every file into linear memory and a search
-//! without SSSE3/AVX2 (so, for `foo|bar`, one `memmem` pass per literal, the
-//! regex crate's Teddy being x86-only); the host rejects them natively in one
-//! Teddy pass over the buffer it read anyway. Only the rest are searched in
-//! full, so the output is exactly what the regex alone would give.
+//! component costs a copy of every file into linear memory and `memmem`
+//! passes without AVX2; the host rejects them natively, with AVX2 `memmem`
+//! over the buffer it read anyway. Only the rest are searched in full, so
+//! the output is exactly what the regex alone would give.
 
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 
-/// At most this many literals are asked for; beyond that few files are
-/// rejected (the set is case variants or short classes).
+/// At most this many literals are asked for (after folding case); beyond
+/// that the host's passes cost more than the files they reject save.
 const MAX_LITERALS: usize = 8;
 
 /// Literals shorter than this reject too little to pay for the pass.

@@ -10,8 +10,8 @@
 
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
 
-/// At most this many literals are asked for (after folding case); beyond
-/// that the host's passes cost more than the files they reject save.
+/// At most this many literals are asked for (after folding case): each is
+/// one more pass of the host over every file.
 const MAX_LITERALS: usize = 8;
 
 /// Literals shorter than this reject too little to pay for the pass.

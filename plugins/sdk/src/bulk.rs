@@ -23,18 +23,12 @@ pub fn read_files(paths: &[String], max_size: u64) -> Vec<Content> {
 /// Reads every path like [`read_files`], handing each answer to `f` in order
 /// as it arrives, so no more than one host answer (about 256 KiB) is held at
 /// once; stops early when `f` returns false.
-pub fn each_file(paths: &[String], max_size: u64, mut f: impl FnMut(usize, Content) -> bool) {
-    let mut done = 0;
-    while done < paths.len() {
-        let batch = read_some(&paths[done..], max_size);
-        assert!(!batch.is_empty(), "read-files answered nothing");
-        for content in batch {
-            if !f(done, content) {
-                return;
-            }
-            done += 1;
-        }
-    }
+pub fn each_file(paths: &[String], max_size: u64, f: impl FnMut(usize, Content) -> bool) {
+    each_answer(
+        paths,
+        |rest| read_some(rest, max_size).into_iter().map(Some).collect(),
+        f,
+    );
 }
 
 /// Reads every path like [`each_file`], but hands `f` only the answers for
@@ -47,12 +41,28 @@ pub fn each_file_containing(
     max_size: u64,
     needles: &[Vec<u8>],
     fold_case: bool,
+    f: impl FnMut(usize, Content) -> bool,
+) {
+    each_answer(
+        paths,
+        |rest| read_some_containing(rest, max_size, needles, fold_case),
+        f,
+    );
+}
+
+/// Asks `read` for the paths not yet answered until all are, handing `f`
+/// each answer that is not `None`, with its index; stops when `f` returns
+/// false.
+fn each_answer(
+    paths: &[String],
+    read: impl Fn(&[String]) -> Vec<Option<Content>>,
     mut f: impl FnMut(usize, Content) -> bool,
 ) {
     let mut done = 0;
     while done < paths.len() {
-        let batch = read_some_containing(&paths[done..], max_size, needles, fold_case);
-        assert!(!batch.is_empty(), "read-files-containing answered nothing");
+        let batch = read(&paths[done..]);
+        // The host answers at least one path; an empty answer would loop.
+        assert!(!batch.is_empty(), "the host answered no file");
         for content in batch {
             if let Some(content) = content
                 && !f(done, content)

@@ -11,7 +11,7 @@ use super::CallState;
 use super::bindings::iota::toolset::files::{Content, Entry, FileHead, HeadError, Host, Kind};
 use anyhow::{Context as _, Result};
 use cap_primitives::fs::{OpenOptions, OpenOptionsExt};
-use iota_toolset::bulk::modified_ns;
+use iota_toolset::bulk::{NeedleSearch, modified_ns};
 use iota_toolset::output::plain;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -58,64 +58,34 @@ pub struct Bulk {
     needles: Option<Needles>,
 }
 
-/// Needles, each with its `memmem` searcher. One pass per needle beats one
-/// Teddy pass for all (aho-corasick's or the regex crate's): Teddy keys on a
-/// needle's first bytes, and `fn ` starts a line of every Rust file, while
-/// `memmem` keys on a needle's rarest bytes. Measured on the registry
-/// sources (258 MB): two needles, 40 ms by `memmem` passes, 115 ms by Teddy.
-/// Case is folded by searching a lower-case copy of the file (one
-/// vectorised pass); measured the same way with three words, 43–52 ms,
-/// against 109–118 ms for the regex crate's case-insensitive search and
-/// 88–220 ms for aho-corasick's.
+/// The needles last asked for and their search ([`NeedleSearch`]: a
+/// `memmem` pass per needle). One pass per needle beats one Teddy pass for
+/// all (aho-corasick's or the regex crate's): Teddy keys on a needle's first
+/// bytes, and `fn ` starts a line of every Rust file, while `memmem` keys on
+/// a needle's rarest bytes. Measured on the registry sources (258 MB): two
+/// needles, 40 ms by `memmem` passes, 115 ms by Teddy. Case is folded by
+/// searching a lower-case copy of the file (one vectorised pass); measured
+/// the same way with three words, 43–52 ms, against 109–118 ms for the regex
+/// crate's case-insensitive search and 88–220 ms for aho-corasick's.
 struct Needles {
     asked: (Vec<Vec<u8>>, bool),
-    finders: Vec<memchr::memmem::Finder<'static>>,
-    /// The file in lower case, when folding: kept to reuse its allocation.
-    folded: Option<Vec<u8>>,
+    search: NeedleSearch,
 }
 
 impl Needles {
-    /// The searchers for `needles`, kept in `last` for the next answer;
-    /// `None` (every file kept) beyond [`MAX_NEEDLES`] or
-    /// [`MAX_NEEDLE_BYTES`], so a component cannot make one host call search
-    /// a file any number of times.
-    fn cached(last: &mut Option<Needles>, needles: Vec<Vec<u8>>, fold_case: bool) -> Option<&mut Needles> {
+    /// The search for `needles`, kept in `last` for the next answer; `None`
+    /// (every file kept) beyond [`MAX_NEEDLES`] or [`MAX_NEEDLE_BYTES`], so a
+    /// component cannot make one host call search a file any number of times.
+    fn cached(last: &mut Option<Needles>, needles: Vec<Vec<u8>>, fold_case: bool) -> Option<&mut NeedleSearch> {
         if needles.len() > MAX_NEEDLES || needles.iter().map(Vec::len).sum::<usize>() > MAX_NEEDLE_BYTES {
             return None;
         }
         let asked = (needles, fold_case);
         if last.as_ref().is_none_or(|last| last.asked != asked) {
-            let finders = asked
-                .0
-                .iter()
-                .map(|n| {
-                    if fold_case {
-                        memchr::memmem::Finder::new(&n.to_ascii_lowercase()).into_owned()
-                    } else {
-                        memchr::memmem::Finder::new(n).into_owned()
-                    }
-                })
-                .collect();
-            *last = Some(Needles {
-                asked,
-                finders,
-                folded: fold_case.then(Vec::new),
-            });
+            let search = NeedleSearch::new(&asked.0, fold_case);
+            *last = Some(Needles { asked, search });
         }
-        last.as_mut()
-    }
-
-    /// Whether `haystack` holds one of the needles.
-    fn any_in(&mut self, haystack: &[u8]) -> bool {
-        let haystack = match &mut self.folded {
-            Some(folded) => {
-                folded.clear();
-                folded.extend(haystack.iter().map(u8::to_ascii_lowercase));
-                folded.as_slice()
-            }
-            None => haystack,
-        };
-        self.finders.iter().any(|f| f.find(haystack).is_some())
+        last.as_mut().map(|n| &mut n.search)
     }
 }
 
@@ -162,19 +132,11 @@ pub fn preopen(
 
 impl Host for CallState {
     fn read_files(&mut self, paths: Vec<String>, max_size: u64) -> Vec<Content> {
-        let mut answer = Vec::with_capacity(paths.len());
-        let mut carried = 0u64;
-        for path in paths {
-            if !answer.is_empty() && carried >= BULK_BUDGET {
-                break;
-            }
-            let content = read_whole(&self.bulk.roots, Path::new(&path), max_size);
-            if let Content::Data(data) = &content {
-                carried += data.len() as u64;
-            }
-            answer.push(content);
-        }
-        answer
+        // Without needles every answer is `Some`.
+        read_answer(&self.bulk.roots, paths, max_size, None)
+            .into_iter()
+            .flatten()
+            .collect()
     }
 
     fn read_files_containing(
@@ -185,25 +147,7 @@ impl Host for CallState {
         fold_case: bool,
     ) -> Vec<Option<Content>> {
         let Bulk { roots, needles: last } = &mut self.bulk;
-        let mut needles = Needles::cached(last, needles, fold_case);
-        let mut answer = Vec::with_capacity(paths.len());
-        let (mut carried, mut read) = (0u64, 0u64);
-        for path in paths {
-            if !answer.is_empty() && (carried >= BULK_BUDGET || read >= SCAN_BUDGET) {
-                break;
-            }
-            let content = read_whole(roots, Path::new(&path), max_size);
-            if let Content::Data(data) = &content {
-                read += data.len() as u64;
-                if needles.as_mut().is_some_and(|n| !n.any_in(data)) {
-                    answer.push(None);
-                    continue;
-                }
-                carried += data.len() as u64;
-            }
-            answer.push(Some(content));
-        }
-        answer
+        read_answer(roots, paths, max_size, Needles::cached(last, needles, fold_case))
     }
 
     fn read_head(&mut self, path: String, max_size: u64) -> Result<FileHead, HeadError> {
@@ -243,6 +187,38 @@ impl Host for CallState {
             })
             .collect())
     }
+}
+
+/// One answer of `read-files` or `read-files-containing`: a prefix of
+/// `paths`, each read whole, within the budgets (at least one path). A file
+/// that holds none of `needles` (when they are looked for) is `None`.
+fn read_answer(
+    roots: &[BulkRoot],
+    paths: Vec<String>,
+    max_size: u64,
+    mut needles: Option<&mut NeedleSearch>,
+) -> Vec<Option<Content>> {
+    let mut answer = Vec::with_capacity(paths.len());
+    // Without needles everything read is carried, so only the data budget,
+    // the smaller one, applies.
+    const _: () = assert!(BULK_BUDGET < SCAN_BUDGET);
+    let (mut carried, mut read) = (0u64, 0u64);
+    for path in paths {
+        if !answer.is_empty() && (carried >= BULK_BUDGET || read >= SCAN_BUDGET) {
+            break;
+        }
+        let content = read_whole(roots, Path::new(&path), max_size);
+        if let Content::Data(data) = &content {
+            read += data.len() as u64;
+            if needles.as_mut().is_some_and(|n| !n.any_in(data)) {
+                answer.push(None);
+                continue;
+            }
+            carried += data.len() as u64;
+        }
+        answer.push(Some(content));
+    }
+    answer
 }
 
 /// The preopen `path` lies in, and the path relative to it.

@@ -157,30 +157,62 @@ fn read_some_containing(paths: &[String], max_size: u64, needles: &[Vec<u8>], fo
     crate::bindings::iota::toolset::files::read_files_containing(paths, max_size, needles, fold_case)
 }
 
-/// Natively the needles are looked for here, one `memmem` pass each, as the
-/// host would answer (the limits on needles aside).
+/// Natively the needles are looked for here, as the host would answer (the
+/// limits on needles aside).
 #[cfg(not(target_arch = "wasm32"))]
 fn read_some_containing(paths: &[String], max_size: u64, needles: &[Vec<u8>], fold_case: bool) -> Vec<Option<Content>> {
-    fn fold(bytes: &[u8], fold_case: bool) -> std::borrow::Cow<'_, [u8]> {
-        if fold_case {
-            std::borrow::Cow::Owned(bytes.to_ascii_lowercase())
-        } else {
-            std::borrow::Cow::Borrowed(bytes)
-        }
-    }
-    let needles: Vec<_> = needles.iter().map(|n| fold(n, fold_case)).collect();
+    let mut search = NeedleSearch::new(needles, fold_case);
     read_some(paths, max_size)
         .into_iter()
         .map(|content| match content {
-            Content::Data(data) => {
-                let haystack = fold(&data, fold_case);
-                let holds = needles.iter().any(|n| memchr::memmem::find(&haystack, n).is_some());
-                drop(haystack);
-                holds.then_some(Content::Data(data))
-            }
+            Content::Data(data) => search.any_in(&data).then_some(Content::Data(data)),
             other => Some(other),
         })
         .collect()
+}
+
+/// How `read-files-containing` decides whether a file holds one of its
+/// needles: a `memmem` pass per needle, over a lower-case copy of the file
+/// when case is folded. The host's implementation and the native fallback
+/// share it.
+pub struct NeedleSearch {
+    finders: Vec<memchr::memmem::Finder<'static>>,
+    /// The file in lower case, when folding: kept to reuse its allocation.
+    folded: Option<Vec<u8>>,
+}
+
+impl NeedleSearch {
+    /// The search for `needles`, ASCII case folded with `fold_case`.
+    pub fn new(needles: &[Vec<u8>], fold_case: bool) -> NeedleSearch {
+        let finders = needles
+            .iter()
+            .map(|n| {
+                if fold_case {
+                    memchr::memmem::Finder::new(&n.to_ascii_lowercase()).into_owned()
+                } else {
+                    memchr::memmem::Finder::new(n).into_owned()
+                }
+            })
+            .collect();
+        NeedleSearch {
+            finders,
+            folded: fold_case.then(Vec::new),
+        }
+    }
+
+    /// Whether `haystack` holds one of the needles (an empty needle is in
+    /// every haystack; no needles, in none).
+    pub fn any_in(&mut self, haystack: &[u8]) -> bool {
+        let haystack = match &mut self.folded {
+            Some(folded) => {
+                folded.clear();
+                folded.extend(haystack.iter().map(u8::to_ascii_lowercase));
+                folded.as_slice()
+            }
+            None => haystack,
+        };
+        self.finders.iter().any(|f| f.find(haystack).is_some())
+    }
 }
 
 #[cfg(not(target_arch = "wasm32"))]

@@ -5,7 +5,7 @@
 mod support;
 
 use serde_json::json;
-use support::{COMPONENTS, Project};
+use support::{COMPONENTS, Project, assert_err};
 
 fn hostile(grant: &str) -> Project {
     Project::new().config(&format!(
@@ -17,6 +17,27 @@ fn hostile(grant: &str) -> Project {
 fn a_component_importing_an_ungranted_capability_is_refused_at_load() {
     let p = hostile("ui, parallel");
     support::assert_refused_for_process(&p.run(&["tools"]));
+}
+
+/// A component's command ends with the component's call: the host kills it at
+/// the call's deadline, whatever the component asked for.
+#[test]
+fn a_granted_process_command_stops_at_the_components_deadline() {
+    let p = hostile("process");
+    if !support::sandbox_works() {
+        return;
+    }
+    let tag = format!("{}.{}", std::process::id(), p.root().as_os_str().len());
+    let r = p.call("run", json!({"line": format!("sleep 30.{tag}; touch late")}));
+    assert_err(&r, "toolset \"hostile\" ran past its time limit (2s) and was stopped");
+    // The command was killed, not left to finish: its file never comes, and
+    // its process is gone (polled: a killed process is reaped in moments).
+    assert!(!p.path("late").exists());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !support::processes_matching(&format!("sleep 30.{tag}")).is_empty() {
+        assert!(std::time::Instant::now() < deadline, "the command outlived its call");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 #[test]
@@ -231,10 +252,11 @@ fn sockets_are_linked_but_every_way_out_fails() {
 /// componentize-py, which .ci/run installs into target/mcp-venv.
 fn componentize_py() -> Option<std::path::PathBuf> {
     let bin = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/mcp-venv/bin/componentize-py");
-    if !bin.exists() {
-        eprintln!("SKIPPED: no componentize-py (target/mcp-venv/bin/pip install componentize-py)");
-    }
-    bin.exists().then_some(bin)
+    support::require(
+        "componentize-py (target/mcp-venv/bin/pip install componentize-py)",
+        bin.exists(),
+    )
+    .then_some(bin)
 }
 
 #[test]

@@ -222,12 +222,11 @@ fn elicitation_carries_approvals_choose_and_confirm() {
 /// The MCP Inspector CLI .ci/run installs into target/mcp-inspector.
 fn inspector() -> Option<PathBuf> {
     let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/mcp-inspector/node_modules/.bin/mcp-inspector");
-    if !bin.exists() {
-        eprintln!(
-            "SKIPPED: no MCP Inspector (npm install --prefix target/mcp-inspector @modelcontextprotocol/inspector)"
-        );
-    }
-    bin.exists().then_some(bin)
+    support::require(
+        "the MCP Inspector (npm install --prefix target/mcp-inspector @modelcontextprotocol/inspector)",
+        bin.exists(),
+    )
+    .then_some(bin)
 }
 
 #[test]

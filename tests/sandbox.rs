@@ -6,7 +6,7 @@ mod support;
 
 use serde_json::json;
 use std::os::unix::fs::MetadataExt;
-use support::Project;
+use support::{Project, assert_err};
 
 /// The default shell set: sandboxed, network blocked.
 fn sandboxed() -> Option<Project> {
@@ -206,6 +206,465 @@ fn private_tmp_per_session() {
         "the session's /tmp is not the host's"
     );
     let _ = std::fs::remove_file(host_file);
+}
+
+/// Host files whose contents must not change whatever a sandboxed command
+/// writes: the kernel's crash handler, which runs as the host's root.
+#[test]
+fn kernel_knobs_are_read_only_inside() {
+    let Some(p) = sandboxed() else { return };
+    let core_pattern = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap();
+    let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").ok();
+    let proof = p.outside().join("core-handler-ran");
+    let r = sh(
+        &p,
+        &format!(
+            "echo '|/bin/touch {}' > /proc/sys/kernel/core_pattern; echo 1 > /proc/sys/vm/drop_caches; echo b > /proc/sysrq-trigger; echo 1 > /sys/kernel/mm/ksm/run; echo never > /sys/kernel/mm/transparent_hugepage/enabled; true",
+            proof.display()
+        ),
+    );
+    let now = std::fs::read_to_string("/proc/sys/kernel/core_pattern").unwrap();
+    if now != core_pattern {
+        // Put the host back before failing.
+        let _ = std::fs::write("/proc/sys/kernel/core_pattern", &core_pattern);
+    }
+    assert_eq!(now, core_pattern, "core_pattern unchanged: {}", r.text);
+    assert_eq!(
+        std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").ok(),
+        thp
+    );
+    // Every one of the five writes failed inside.
+    let refusals = r
+        .text
+        .lines()
+        .filter(|l| {
+            [
+                "Read-only file system",
+                "No such file or directory",
+                "Permission denied",
+            ]
+            .iter()
+            .any(|e| l.ends_with(e))
+        })
+        .count();
+    assert_eq!(refusals, 5, "{}", r.text);
+}
+
+/// One probe per refused system call, through Python's ctypes, in the
+/// sandbox and (as a control) under bubblewrap with the same namespaces but
+/// no filter: each call the filter refuses must fail with its errno inside,
+/// and those an unprivileged process can normally make must succeed in the
+/// control, so the refusal is the filter's doing.
+#[test]
+fn the_seccomp_filter_refuses_each_listed_call() {
+    use iota_host::shell::sandbox::find_on_path;
+    let Some(p) = sandboxed() else { return };
+    let libc_numbers = [
+        ("ptrace", libc::SYS_ptrace),
+        ("process_vm_readv", libc::SYS_process_vm_readv),
+        ("process_vm_writev", libc::SYS_process_vm_writev),
+        ("io_uring_setup", libc::SYS_io_uring_setup),
+        ("io_uring_enter", libc::SYS_io_uring_enter),
+        ("io_uring_register", libc::SYS_io_uring_register),
+        ("bpf", libc::SYS_bpf),
+        ("perf_event_open", libc::SYS_perf_event_open),
+        ("keyctl", libc::SYS_keyctl),
+        ("add_key", libc::SYS_add_key),
+        ("request_key", libc::SYS_request_key),
+        ("mount", libc::SYS_mount),
+        ("umount2", libc::SYS_umount2),
+        ("pivot_root", libc::SYS_pivot_root),
+        ("move_mount", libc::SYS_move_mount),
+        ("open_tree", libc::SYS_open_tree),
+        ("fsopen", libc::SYS_fsopen),
+        ("fsconfig", libc::SYS_fsconfig),
+        ("fsmount", libc::SYS_fsmount),
+        ("fspick", libc::SYS_fspick),
+        ("mount_setattr", libc::SYS_mount_setattr),
+        ("unshare", libc::SYS_unshare),
+        ("setns", libc::SYS_setns),
+        ("kexec_load", libc::SYS_kexec_load),
+        ("kexec_file_load", libc::SYS_kexec_file_load),
+        ("init_module", libc::SYS_init_module),
+        ("finit_module", libc::SYS_finit_module),
+        ("delete_module", libc::SYS_delete_module),
+        ("open_by_handle_at", libc::SYS_open_by_handle_at),
+        ("userfaultfd", libc::SYS_userfaultfd),
+        ("clone3", libc::SYS_clone3),
+        ("clone", libc::SYS_clone),
+        ("socket", libc::SYS_socket),
+        ("ioctl", libc::SYS_ioctl),
+    ];
+    let numbers: String = libc_numbers
+        .iter()
+        .map(|(name, nr)| format!("'{name}': {nr}, "))
+        .collect();
+    // Arguments are harmless: the calls that would do something only act on
+    // the probe itself (TRACEME, its own memory, a new user namespace, a
+    // keyring lookup, an io_uring of one entry).
+    let script = format!(
+        r#"import ctypes, os, pty, termios
+libc = ctypes.CDLL(None, use_errno=True)
+NR = {{{numbers}}}
+buf = ctypes.create_string_buffer(8)
+iov = (ctypes.c_void_p * 2)(ctypes.cast(buf, ctypes.c_void_p), 8)
+params = ctypes.create_string_buffer(120)
+attr = ctypes.create_string_buffer(128)
+master, slave = pty.openpty()
+probes = {{
+  'ptrace': (0, 0, 0, 0),
+  'process_vm_readv': (os.getpid(), ctypes.addressof(iov), 1, ctypes.addressof(iov), 1, 0),
+  'process_vm_writev': (os.getpid(), ctypes.addressof(iov), 1, ctypes.addressof(iov), 1, 0),
+  'io_uring_setup': (1, params),
+  'io_uring_enter': (-1, 0, 0, 0, 0, 0),
+  'io_uring_register': (-1, 0, 0, 0),
+  'bpf': (0, attr, 128),
+  'perf_event_open': (attr, 0, -1, -1, 0),
+  'keyctl': (0, -3, 0),
+  'add_key': (b'user', b'iota-probe', b'x', 1, -3),
+  'request_key': (b'user', b'iota-probe', None, 0),
+  'mount': (b'none', b'/mnt', b'tmpfs', 0, None),
+  'umount2': (b'/proc', 0),
+  'pivot_root': (b'/', b'/'),
+  'move_mount': (-1, b'', -1, b'', 0),
+  'open_tree': (-1, b'/', 0),
+  'fsopen': (b'tmpfs', 0),
+  'fsconfig': (-1, 0, None, None, 0),
+  'fsmount': (-1, 0, 0),
+  'fspick': (-1, b'/', 0),
+  'mount_setattr': (-1, b'/', 0, attr, 32),
+  'unshare': (0x10000000,),
+  'setns': (-1, 0),
+  'kexec_load': (0, 0, None, 0),
+  'kexec_file_load': (-1, -1, 0, None, 0),
+  'init_module': (None, 0, b''),
+  'finit_module': (-1, b'', 0),
+  'delete_module': (b'iota_probe', 0),
+  'open_by_handle_at': (-1, attr, 0),
+  'userfaultfd': (0,),
+  'clone3': (attr, 64),
+  'clone': (0x10000000 | 17, 0, 0, 0, 0),
+  'socket': (2, 1, 0),
+  'ioctl': (slave, termios.TIOCSTI, ctypes.c_char_p(b'x')),
+}}
+for name, args in probes.items():
+  ctypes.set_errno(0)
+  r = libc.syscall(NR[name], *args)
+  e = ctypes.get_errno()
+  if r == 0 and name in ('clone', 'clone3'): os._exit(0)
+  print(name, 'ok' if r >= 0 else 'errno', e if r < 0 else r)
+"#
+    );
+    let encoded = base64(&script);
+    let r = sh(
+        &p,
+        &format!("printf '%s' '{encoded}' | base64 -d > /tmp/probe.py && python3 /tmp/probe.py"),
+    );
+    assert!(!r.is_error, "{}", r.text);
+    let results: std::collections::HashMap<&str, (&str, i64)> = r
+        .text
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split(' ');
+            Some((f.next()?, (f.next()?, f.next()?.parse().ok()?)))
+        })
+        .collect();
+    assert_eq!(results.len(), libc_numbers.len(), "{}", r.text);
+    for (name, _) in &libc_numbers {
+        let want = if *name == "clone3" { libc::ENOSYS } else { libc::EPERM };
+        assert_eq!(
+            results[name],
+            ("errno", i64::from(want)),
+            "{name} refused by the filter: {}",
+            r.text
+        );
+    }
+    // The control: the same namespaces without the filter.
+    let bwrap = find_on_path("bwrap").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("probe.py"), &script).unwrap();
+    let control = std::process::Command::new(bwrap)
+        .args(["--unshare-user", "--unshare-pid", "--unshare-net", "--cap-drop", "ALL"])
+        .args(["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind"])
+        .arg(dir.path())
+        .arg("/tmp")
+        .args(["python3", "/tmp/probe.py"])
+        .output()
+        .unwrap();
+    let control = String::from_utf8_lossy(&control.stdout);
+    for allowed in ["socket", "unshare", "clone3", "keyctl"] {
+        assert!(
+            control.lines().any(|l| l.starts_with(&format!("{allowed} ok"))),
+            "{allowed} works without the filter, so its refusal above is the filter's: {control}"
+        );
+    }
+}
+
+/// Secret-looking variables of the host stay out; named ones pass; nothing
+/// inside names the host's pid.
+#[test]
+fn secrets_in_the_host_environment_stay_out() {
+    let Some(p) = sandboxed() else { return };
+    let p = p.config(
+        "agents:\n  a:\n    tools:\n      shell:\n        env:\n          pass: [GITHUB_TOKEN]\n          set: {BUILD_MODE: fast}\n",
+    );
+    let secrets = [
+        ("ANTHROPIC_API_KEY", "sk-ant-iota-test-1"),
+        ("AWS_SECRET_ACCESS_KEY", "aws-iota-test-2"),
+        ("SSH_AUTH_SOCK", "/run/iota-test-3.sock"),
+        ("OPENAI_API_KEY", "sk-iota-test-4"),
+        ("DB_PASSWORD", "iota-test-5"),
+    ];
+    let mut command = p.command();
+    for (name, value) in secrets {
+        command.env(name, value);
+    }
+    let child = command
+        .env("GITHUB_TOKEN", "ghp_iota_test_passed")
+        .env("IOTA_TEST_PLAIN", "plain-value")
+        .args(["call", "--json", "shell", r#"{"command":"env"}"#])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let host_pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    for (name, value) in secrets {
+        assert!(!text.contains(value), "{name} leaked: {text}");
+    }
+    assert!(text.contains("GITHUB_TOKEN=ghp_iota_test_passed"), "{text}");
+    assert!(text.contains("BUILD_MODE=fast"), "{text}");
+    assert!(!text.contains("IOTA_"), "no host variable of iota's, no marker: {text}");
+    assert!(
+        !text
+            .split(|c: char| !c.is_ascii_digit())
+            .any(|n| n == host_pid.to_string()),
+        "nothing inside reveals the host's pid {host_pid}: {text}"
+    );
+}
+
+/// A fork bomb meets the process bound; the host keeps working.
+#[test]
+fn processes_are_bounded_inside() {
+    let Some(p) = sandboxed() else { return };
+    let p = p.config("agents:\n  a:\n    tools:\n      shell:\n        max_processes: 24\n");
+    let script = "import os, time\nn = 0\ntry:\n    while n < 200:\n        if os.fork() == 0:\n            time.sleep(60); os._exit(0)\n        n += 1\nexcept OSError as e:\n    print('refused after', n, e.errno)\n";
+    let r = p.call(
+        "shell",
+        json!({"command": format!("printf '%s' '{}' | base64 -d | python3 -", base64(script)), "timeout": 20}),
+    );
+    let created: u32 = r
+        .text
+        .strip_prefix("refused after ")
+        .and_then(|rest| rest.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("the fork loop was stopped: {}", r.text));
+    assert!(created < 24, "at most the bound: {created}");
+    // A real fork bomb ends at its timeout, and the next command runs.
+    let r = p.calls(&[
+        ("shell", json!({"command": "b() { b | b & }; b", "timeout": 3})),
+        ("shell", json!({"command": "echo alive"})),
+    ]);
+    assert_eq!(r[1].text, "alive");
+}
+
+/// Where the root has no repository (or no `.iota`), none can be made there
+/// from inside: `git init` plus an fsmonitor command would run on the host at
+/// the user's next `git status`.
+#[test]
+fn git_and_iota_cannot_be_planted_at_a_root_without_them() {
+    let Some(p) = sandboxed() else { return };
+    let proof = p.outside().join("fsmonitor-ran");
+    let r = sh(
+        &p,
+        &format!(
+            "git init -q . 2>&1; git config core.fsmonitor 'touch {}' 2>&1; mkdir -p .iota 2>&1; echo 'agents: {{}}' > .iota/config.yaml; rmdir .git 2>&1; mv .git g 2>&1; true",
+            proof.display()
+        ),
+    );
+    assert!(!p.path(".git").exists(), "no repository left at the root: {}", r.text);
+    assert!(!p.path(".iota").exists(), "no .iota left at the root: {}", r.text);
+    assert!(!p.path("g").exists());
+    let status = std::process::Command::new("git")
+        .arg("status")
+        .current_dir(p.root())
+        .env("GIT_CEILING_DIRECTORIES", p.root().parent().unwrap())
+        .output()
+        .unwrap();
+    assert!(!status.status.success(), "no repository for git to find");
+    assert!(!proof.exists(), "no command planted for the host's git");
+}
+
+/// Lines that once ran a second command on the host through the iota
+/// exception, and their family: each must stay in the sandbox. The set runs
+/// every call unasked (`auto_run`), so a line mistaken for an iota call would
+/// run outside at once; each payload creates a proof file in a home directory
+/// the sandbox can read but not write.
+#[test]
+fn lines_that_are_not_one_simple_iota_call_stay_in_the_sandbox() {
+    let Some(p) = sandboxed() else { return };
+    let p = p.config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n");
+    let home = support::visible_outside_dir();
+    let bin = support::BIN;
+    // The `.venv/bin/eval` trick: a builtin's name on PATH pointing at the binary.
+    std::fs::create_dir_all(p.path(".venv/bin")).unwrap();
+    for builtin in ["eval", "exec", "command", "builtin", "source", "time"] {
+        std::os::unix::fs::symlink(bin, p.path(&format!(".venv/bin/{builtin}"))).unwrap();
+    }
+    // The arithmetic trick: the model picks a working directory named for its payload.
+    std::fs::create_dir_all(p.path("a[$(cd&&touch proof-arith)]")).unwrap();
+    let lines = [
+        format!("{bin} $'\\'' ; cd&&touch proof-ansi-c ; # '"),
+        format!("{bin} $\"x\" ; cd&&touch proof-locale"),
+        format!("{bin} --version <(cd&&touch proof-procsub-in)"),
+        format!("{bin} --version >(cd&&touch proof-procsub-out)"),
+        format!("{bin} --version > >(cd&&touch proof-procsub-redirect)"),
+        format!("{bin} $(cd&&touch proof-cmdsub)"),
+        format!("{bin} `cd&&touch proof-backtick`"),
+        format!("{bin} \"$(cd&&touch proof-quoted-cmdsub)\""),
+        format!("{bin} ${{X:=$(cd&&touch proof-param)}}"),
+        format!("{bin} $((1+$(cd&&touch proof-arith-expansion)))"),
+        format!("{bin} {{a,$(cd&&touch proof-brace)}}"),
+        format!("{bin} <<< $(cd&&touch proof-herestring)"),
+        format!("{bin} --version\ncd&&touch proof-newline"),
+        format!("{bin} --version; cd&&touch proof-chain"),
+        format!("{bin} --version | (cd&&touch proof-pipe)"),
+        format!("{bin} --version & cd&&touch proof-background"),
+        format!("{bin} --version > {}/proof-redirect-file", home.path().display()),
+        format!("{bin} --version >> {}/proof-append-file", home.path().display()),
+        format!("{bin} --version &> {}/proof-both-file", home.path().display()),
+        "eval 'cd&&touch proof-eval'".to_string(),
+        "exec bash -c 'cd&&touch proof-exec'".to_string(),
+        "command bash -c 'cd&&touch proof-command'".to_string(),
+        "builtin eval 'cd&&touch proof-builtin'".to_string(),
+        "time bash -c 'cd&&touch proof-time'".to_string(),
+        format!("X=1 {bin} --version; cd&&touch proof-assignment"),
+        format!("coproc {bin} --version; cd&&touch proof-coproc"),
+    ];
+    let path = format!("{}:{}", p.path(".venv/bin").display(), std::env::var("PATH").unwrap());
+    let mut args = vec!["call".to_string(), "--json".to_string()];
+    for line in &lines {
+        args.push("shell".into());
+        args.push(json!({ "command": line }).to_string());
+    }
+    args.push("shell".into());
+    args.push(
+        json!({ "command": format!("{bin} $[ ${{PWD##*/}} ]"), "cwd": "a[$(cd&&touch proof-arith)]" }).to_string(),
+    );
+    let out = p
+        .command()
+        .env("HOME", home.path())
+        .env("PATH", &path)
+        .args(&args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for line in stdout.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert!(
+            !v["header"].as_str().unwrap().ends_with("(outside the sandbox)"),
+            "classified as an iota call: {line}"
+        );
+    }
+    assert_eq!(stdout.lines().count(), lines.len() + 1, "{stdout}");
+    // (The cache directory is the spec's, made for the sandbox if missing.)
+    let proofs: Vec<_> = std::fs::read_dir(home.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .filter(|n| n != ".cache")
+        .collect();
+    assert!(proofs.is_empty(), "ran on the host: {proofs:?}");
+    // The sandbox wrote none either (home is read-only inside); nor the root.
+    let in_root: Vec<_> = std::fs::read_dir(p.root())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("proof"))
+        .collect();
+    assert!(in_root.is_empty(), "{in_root:?}");
+}
+
+/// Session approval of an iota call is for that exact line: another line,
+/// even a qualifying one, is asked again. The proof that a line ran outside
+/// is the compiled component a `call` leaves in the cache, which no sandboxed
+/// command can write.
+#[test]
+fn allowing_an_iota_line_for_the_session_allows_that_line_only() {
+    let Some(p) = sandboxed() else { return };
+    let p = p
+        .config("agents:\n  a:\n    tools:\n      shell:\n      ask: false\n")
+        .with_private_cache()
+        .answers(r#"["session"]"#);
+    p.write("a.txt", "hello\n");
+    let bin = support::BIN;
+    let benign = format!("{bin} --version");
+    let other = format!("{bin} call read_file '{{\"path\":\"a.txt\"}}'");
+    let r = p.calls(&[
+        ("shell", json!({ "command": benign })),
+        ("shell", json!({ "command": other })),
+        ("shell", json!({ "command": benign })),
+    ]);
+    assert!(r[0].text.starts_with("iota-host "), "{}", r[0].text);
+    assert_err(&r[1], "shell was not executed: the user denied it.");
+    assert_eq!(r[2].text, r[0].text, "the approved line again runs unasked");
+    let compiled = std::fs::read_dir(p.cache())
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+                .count()
+        })
+        .unwrap_or(0);
+    assert_eq!(compiled, 0, "the other line never ran");
+}
+
+/// What a model's command line may not choose for the iota-host it starts:
+/// a config (say, `sandbox: off` it wrote itself), scripted approvals, an
+/// audit file anywhere, a root outside its project.
+#[test]
+fn an_iota_call_cannot_choose_its_own_config_answers_audit_or_root() {
+    let Some(p) = sandboxed() else { return };
+    let p = p.config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n");
+    let home = support::visible_outside_dir();
+    p.write(
+        "evil.yaml",
+        "agents:\n  default:\n    tools:\n      shell: {sandbox: off, auto_run: true}\n      code: {auto_write: true}\n",
+    );
+    p.write("answers.json", r#"["session", "session", "session"]"#);
+    let proof = home.path().join("proof");
+    let inner = json!({"command": format!("touch {}", proof.display())}).to_string();
+    let write = json!({"path": proof.display().to_string(), "content": "x"}).to_string();
+    let bin = support::BIN;
+    let lines = [
+        (format!("{bin} --config evil.yaml call shell '{inner}'"), "--config"),
+        (
+            format!("{bin} --answers answers.json call shell '{inner}'"),
+            "--answers",
+        ),
+        (format!("{bin} --audit {} tools", proof.display()), "--audit"),
+        (format!("{bin} --interactive call shell '{inner}'"), "--interactive"),
+        (
+            format!("{bin} --root / call write_file '{write}'"),
+            "the project root / is outside",
+        ),
+        // A project config the sandbox could have written is not read
+        // either: the child's shell stays sandboxed, and its touch fails.
+        (format!("{bin} call shell '{inner}'"), "Read-only file system"),
+    ];
+    p.write(
+        ".iota/config.yaml",
+        "agents:\n  default:\n    tools:\n      shell: {sandbox: off, auto_run: true}\n",
+    );
+    let calls: Vec<(&str, serde_json::Value)> = lines
+        .iter()
+        .map(|(line, _)| ("shell", json!({ "command": line })))
+        .collect();
+    let results = p.calls(&calls);
+    for ((line, why), r) in lines.iter().zip(&results) {
+        assert!(r.header.ends_with("(outside the sandbox)"), "{line}");
+        assert!(r.is_error && r.text.contains(why), "{line}: {}", r.text);
+    }
+    assert!(!proof.exists(), "nothing ran on the host");
 }
 
 fn base64(text: &str) -> String {

@@ -288,15 +288,25 @@ fn the_iota_exception_leaves_the_sandbox_only_with_approval() {
     let r = p.call("shell", json!({"command": format!("{BIN} --version | cat")}));
     assert!(!r.text.contains("requires interactive approval"), "{}", r.text);
     assert_eq!(r.header, format!("shell {BIN} --version | cat"));
-    // Approved, it runs outside: it can write where the sandbox cannot.
-    let outside = p.outside().join("written-outside");
-    let p = p.answers(r#"["once"]"#);
+    // Approved, it runs outside: it writes where the sandbox cannot (the
+    // compiled component its call caches, in a cache outside the root).
+    let p = Project::new()
+        .config("agents:\n  a:\n    tools:\n      shell:\n      ask: false\n")
+        .with_private_cache()
+        .answers(r#"["once"]"#);
+    p.write("a.txt", "hello\n");
     let r = p.call(
         "shell",
-        json!({"command": format!("{BIN} --version > {}", outside.display())}),
+        json!({"command": format!("{BIN} call read_file '{{\"path\":\"a.txt\"}}' 2>/dev/null")}),
     );
     assert!(!r.is_error, "{}", r.text);
-    assert!(outside.exists(), "the approved iota call ran outside the sandbox");
+    assert!(r.text.contains("hello"), "{}", r.text);
+    let compiled = std::fs::read_dir(p.cache())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+        .count();
+    assert!(compiled > 0, "the approved iota call ran outside the sandbox");
 }
 
 #[test]

@@ -27,8 +27,10 @@ fn wait_for(session: &str, text: &str) -> String {
 
 #[test]
 fn a_two_question_choose_and_an_approval_answered_with_keys() {
-    if Command::new("tmux").arg("-V").output().is_err() {
-        eprintln!("SKIPPED: tmux is not installed (apt-get install tmux)");
+    if !support::require(
+        "tmux (apt-get install tmux)",
+        Command::new("tmux").arg("-V").output().is_ok(),
+    ) {
         return;
     }
     let p = Project::new().config("agents:\n  a:\n    tools:\n      code:\n      ask:\n");

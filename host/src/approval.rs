@@ -62,7 +62,8 @@ pub fn gate(
     if set.approval(&spec.name, args) == Approval::Never {
         return Decision::NotNeeded;
     }
-    if session.is_approved(set.name(), &spec.name) {
+    let scope = set.session_scope(&spec.name, args);
+    if session.is_approved(set.name(), &scope) {
         return Decision::SessionAllowed;
     }
     if !ui.interactive() {
@@ -77,7 +78,7 @@ pub fn gate(
     match ui.approve(&request) {
         Answer::Once => Decision::Allowed { for_session: false },
         Answer::Session => {
-            session.approve(set.name(), &spec.name);
+            session.approve(set.name(), &scope);
             Decision::Allowed { for_session: true }
         }
         Answer::Deny => Decision::Refused(denied(&spec.name)),

@@ -47,6 +47,9 @@ pub struct CallState {
     pub(crate) asked: bool,
     /// This call's tasks, or why it cannot have any.
     pub(crate) workers: Result<workers::Workers, &'static str>,
+    /// When the call's time runs out: a command it runs (`process`) is
+    /// killed then too, however long a timeout it asked for.
+    pub(crate) deadline: std::time::Instant,
 }
 
 impl WasiView for CallState {

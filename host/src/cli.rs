@@ -96,7 +96,33 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The project root of the session whose model wrote this command line, when
+/// this process is an iota exception (the shell tool sets it); after checking
+/// that the line asks for nothing a model may not: no config, answers, audit
+/// log or forced terminal of its own choosing.
+fn model_root(cli: &Cli) -> Result<Option<PathBuf>> {
+    let Some(root) = std::env::var_os(crate::shell::MODEL_ROOT_VAR).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    let refused = [
+        ("--config", cli.config.is_some()),
+        ("--answers", cli.answers.is_some()),
+        ("--audit", cli.audit.is_some()),
+        ("--interactive", cli.interactive),
+    ];
+    if let Some((flag, _)) = refused.iter().find(|(_, given)| *given) {
+        bail!(
+            "{flag} is refused: this iota-host runs a command line a model wrote (the shell tool's iota exception, {} is set), which may not choose it",
+            crate::shell::MODEL_ROOT_VAR
+        );
+    }
+    Ok(Some(
+        std::fs::canonicalize(&root).unwrap_or_else(|_| PathBuf::from(root)),
+    ))
+}
+
 fn run(cli: Cli) -> Result<ExitCode, UsageError> {
+    let model_root = model_root(&cli).map_err(UsageError)?;
     let engine = Engine::new().map_err(UsageError)?;
     // A call will need the linker and WASI's runtime: made on another core
     // while the config and the sets load.
@@ -114,9 +140,18 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
         return Ok(ExitCode::SUCCESS);
     }
 
-    let config = Config::discover(cli.config.as_deref()).map_err(UsageError)?;
+    let config = Config::discover_from(cli.config.as_deref(), model_root.is_none()).map_err(UsageError)?;
     let agent = config.agent(cli.agent.as_deref()).map_err(UsageError)?;
     let root = project_root(cli.root.as_deref()).map_err(UsageError)?;
+    if let Some(model_root) = &model_root
+        && !std::fs::canonicalize(&root).is_ok_and(|r| r.starts_with(model_root))
+    {
+        return Err(UsageError(anyhow::anyhow!(
+            "the project root {} is outside {}: a command line a model wrote (the shell tool's iota exception) stays in its session's project",
+            root.display(),
+            model_root.display()
+        )));
+    }
     // `serve` asks its client (elicitation) unless told otherwise; its sets are
     // loaded as for a session that can answer, and `ask` is hidden per client.
     let client_asks = matches!(cli.command, Command::Serve) && cli.answers.is_none() && !cli.non_interactive;

@@ -147,6 +147,13 @@ impl Config {
     /// Reads the config: `explicit` when given, else `$IOTA_CONFIG`, else
     /// `./.iota/config.yaml`, else the embedded default.
     pub fn discover(explicit: Option<&Path>) -> Result<Config> {
+        Config::discover_from(explicit, true)
+    }
+
+    /// [`Config::discover`], with `./.iota/config.yaml` left out unless
+    /// `project` (a process a model's command line started reads no config
+    /// from the project it may have written).
+    pub fn discover_from(explicit: Option<&Path>, project: bool) -> Result<Config> {
         let path = explicit
             .map(Path::to_path_buf)
             .or_else(|| {
@@ -154,7 +161,7 @@ impl Config {
                     .filter(|v| !v.is_empty())
                     .map(PathBuf::from)
             })
-            .or_else(|| Some(PathBuf::from(".iota/config.yaml")).filter(|p| p.is_file()));
+            .or_else(|| Some(PathBuf::from(".iota/config.yaml")).filter(|p| project && p.is_file()));
         match path {
             Some(path) => {
                 let text =

@@ -18,6 +18,7 @@ pub mod inspect;
 pub mod mcp;
 pub mod present;
 pub mod round;
+pub mod secret;
 pub mod session;
 pub mod shell;
 pub mod toolset;

@@ -82,7 +82,7 @@ impl AgentTools {
         self.find(&call.tool).is_some_and(|(set, spec)| {
             spec.parallel
                 && (set.approval(&call.tool, &call.args) == Approval::Never
-                    || session.is_approved(set.name(), &spec.name))
+                    || session.is_approved(set.name(), &set.session_scope(&spec.name, &call.args)))
         })
     }
 

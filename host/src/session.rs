@@ -17,6 +17,7 @@ pub struct Session {
     approved: Mutex<HashSet<(String, String)>>,
     jobs: Arc<Jobs>,
     private_tmp: OnceLock<PathBuf>,
+    placeholders: Mutex<Vec<PathBuf>>,
     foreground: Mutex<Vec<std::sync::Weak<Running>>>,
     cancellations: AtomicU64,
 }
@@ -28,6 +29,7 @@ impl Default for Session {
             approved: Mutex::default(),
             jobs: Jobs::new(),
             private_tmp: OnceLock::new(),
+            placeholders: Mutex::default(),
             foreground: Mutex::default(),
             cancellations: AtomicU64::new(0),
         }
@@ -37,6 +39,10 @@ impl Default for Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.jobs.kill_all();
+        // Only if still empty: a repository made there meanwhile is the user's.
+        for placeholder in self.placeholders.lock().unwrap().drain(..) {
+            let _ = std::fs::remove_dir(placeholder);
+        }
         if let Some(dir) = self.private_tmp.get() {
             let _ = std::fs::remove_dir_all(dir.parent().unwrap_or(dir));
         }
@@ -85,17 +91,35 @@ impl Session {
         if let Some(dir) = self.private_tmp.get() {
             return Ok(dir.clone());
         }
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        let base = std::env::temp_dir().join(format!(
-            "iota-{}-s{}",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::Relaxed)
-        ));
+        // A fresh, unguessable name made here (never an existing directory).
+        let base = std::env::temp_dir().join(format!("iota-{}", crate::secret::token()));
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new().mode(0o700).create(&base)?;
         let dir = base.join("tmp");
-        std::fs::create_dir_all(&dir)?;
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&base, std::fs::Permissions::from_mode(0o700))?;
+        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
         Ok(self.private_tmp.get_or_init(|| dir).clone())
+    }
+
+    /// `paths` made to exist for the sandbox to bind read-only: one missing
+    /// gets an empty directory for the session (removed at its end if still
+    /// empty), so a sandboxed command cannot create it (`git init` at a root
+    /// without a repository, then a hook in it). Returns those that exist.
+    pub fn protect(&self, paths: &[PathBuf]) -> Vec<PathBuf> {
+        let mut placeholders = self.placeholders.lock().unwrap();
+        paths
+            .iter()
+            .filter(|path| {
+                if std::fs::symlink_metadata(path).is_ok() {
+                    return true;
+                }
+                let made = std::fs::create_dir(path).is_ok();
+                if made {
+                    placeholders.push(path.to_path_buf());
+                }
+                made
+            })
+            .cloned()
+            .collect()
     }
 
     /// The value `set` stored under `key`. Each toolset sees only its own keys.

@@ -8,18 +8,21 @@
 //! command line that may leave the sandbox.
 
 pub mod config;
+pub mod environment;
 pub mod iota;
 pub mod jobs;
 pub mod output;
+pub mod processes;
 pub mod run;
 pub mod sandbox;
+pub mod seccomp;
 
 use crate::caps::ui::Ui;
 use crate::session::Session;
 use crate::toolset::{Approval, Presentation, ToolResult, ToolSpec, Toolset};
 use config::{SandboxMode, ShellConfig};
 use iota_toolset::args::decode;
-use run::{Ending, Running};
+use run::{Ending, Launch, Running};
 use sandbox::{Policy, Sandbox};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -35,6 +38,22 @@ pub const YIELD_AFTER: Duration = Duration::from_secs(20);
 
 /// `timeout` refusal.
 pub const BAD_TIMEOUT: &str = "timeout must be a positive number of seconds";
+
+/// Set in the environment of an iota exception's process to the project
+/// root: that process runs a command line a model wrote, so it refuses the
+/// options that would let that line loosen what it may do (`cli.rs`).
+pub const MODEL_ROOT_VAR: &str = "IOTA_MODEL_ROOT";
+
+/// How one call's command runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Regime {
+    /// Inside the OS sandbox.
+    Sandboxed,
+    /// As the user: an unsandboxed set (after approval, or `auto_run`).
+    Unsandboxed,
+    /// The iota exception: this very binary, as the user, with these words.
+    Iota(iota::SimpleCommand),
+}
 
 /// The interpreter that runs every call: `$IOTA_SHELL`, else bash.
 #[derive(Debug, Clone)]
@@ -136,15 +155,21 @@ impl ShellToolset {
         }
     }
 
-    /// Whether this call is the iota exception (leaves a sandboxed set).
-    fn leaves_sandbox(&self, line: &str, cwd: &Path) -> bool {
-        self.sandboxed()
-            && iota::is_iota_call(
-                line,
-                self.running_binary.as_deref(),
-                cwd,
-                std::env::var("PATH").ok().as_deref(),
-            )
+    /// How `line` run in `cwd` would run: the iota exception leaves a
+    /// sandboxed set.
+    pub fn regime(&self, line: &str, cwd: &Path) -> Regime {
+        if !self.sandboxed() {
+            return Regime::Unsandboxed;
+        }
+        match iota::iota_call(
+            line,
+            self.running_binary.as_deref(),
+            cwd,
+            std::env::var("PATH").ok().as_deref(),
+        ) {
+            Some(command) => Regime::Iota(command),
+            None => Regime::Sandboxed,
+        }
     }
 
     fn header_for(&self, args: &Args) -> String {
@@ -158,17 +183,56 @@ impl ShellToolset {
             header.push_str(&format!("cd {cwd} && "));
         }
         header.push_str(line);
-        if self.leaves_sandbox(line, &self.cwd(args)) {
+        if matches!(self.regime(line, &self.cwd(args)), Regime::Iota(_)) {
             header.push_str(" (outside the sandbox)");
         }
         header
     }
 
-    fn argv(&self, line: &str, cwd: &Path, session: &Session, sandboxed: bool) -> std::io::Result<Vec<OsString>> {
+    /// What to start for `line` in `regime`, and whether a PID namespace
+    /// contains everything it starts.
+    fn launch(&self, line: &str, cwd: &Path, session: &Session, regime: &Regime) -> std::io::Result<(Launch, bool)> {
         let argv = self.interpreter.argv(line);
-        if !sandboxed {
-            return Ok(argv);
-        }
+        let command = match regime {
+            Regime::Unsandboxed => {
+                return Ok((
+                    Launch {
+                        argv,
+                        ..Launch::default()
+                    },
+                    false,
+                ));
+            }
+            Regime::Iota(command) => command,
+            Regime::Sandboxed => return self.sandboxed_launch(argv, cwd, session),
+        };
+        // Not bash: the words the parser proved, run by this process's own
+        // binary (through /proc/self/exe, so a file swapped in at its path
+        // after the check is not what runs), with the whole environment (a
+        // child agent needs its API key) and the model-root mark.
+        let program: OsString = if cfg!(target_os = "linux") {
+            "/proc/self/exe".into()
+        } else {
+            self.running_binary.clone().unwrap_or_default().into()
+        };
+        let mut env: Vec<(OsString, OsString)> = std::env::vars_os().filter(|(k, _)| k != MODEL_ROOT_VAR).collect();
+        env.push((MODEL_ROOT_VAR.into(), self.root.clone().into_os_string()));
+        let mut argv = vec![program];
+        argv.extend(command.words[1..].iter().map(OsString::from));
+        Ok((
+            Launch {
+                argv,
+                arg0: Some(command.words[0].clone().into()),
+                env: Some(env),
+                stdout_null: command.stdout == iota::Stream::Null,
+                stderr_null: command.stderr == iota::Stream::Null,
+                ..Launch::default()
+            },
+            false,
+        ))
+    }
+
+    fn sandboxed_launch(&self, argv: Vec<OsString>, cwd: &Path, session: &Session) -> std::io::Result<(Launch, bool)> {
         let policy = Policy {
             root: self.root.clone(),
             private_tmp: session.private_tmp()?,
@@ -176,12 +240,23 @@ impl ShellToolset {
             extra_writable: self.config.write.clone(),
             visible: vec![jobs_dir()],
             network: self.config.network,
+            protected: session.protect(&[self.root.join(".git"), self.root.join(".iota")]),
         };
+        let env = Some(self.config.env.sandboxed(std::env::vars_os()));
         Ok(match &self.sandbox {
             Sandbox::Bubblewrap(bwrap) => {
+                let filters = seccomp::filter_fds(self.config.network)?;
+                let fds: Vec<i32> = filters.iter().map(std::os::fd::AsRawFd::as_raw_fd).collect();
                 let mut full = vec![bwrap.clone().into_os_string()];
-                full.extend(sandbox::bwrap_args(&policy, cwd, &argv));
-                full
+                full.extend(sandbox::bwrap_args(&policy, cwd, &fds, &argv));
+                let launch = Launch {
+                    argv: full,
+                    env,
+                    inherit: filters,
+                    processes: Some(processes::Bound::new(self.config.max_processes)),
+                    ..Launch::default()
+                };
+                (launch, true)
             }
             Sandbox::Seatbelt => {
                 let mut full: Vec<OsString> = vec![
@@ -190,9 +265,20 @@ impl ShellToolset {
                     sandbox::seatbelt_profile(&policy).into(),
                 ];
                 full.extend(argv);
-                full
+                let launch = Launch {
+                    argv: full,
+                    env,
+                    ..Launch::default()
+                };
+                (launch, false)
             }
-            Sandbox::Unavailable => argv,
+            Sandbox::Unavailable => (
+                Launch {
+                    argv,
+                    ..Launch::default()
+                },
+                false,
+            ),
         })
     }
 
@@ -208,7 +294,7 @@ impl ShellToolset {
         let timeout = parse_timeout(args).map_err(fail)?;
         let background = args.background.unwrap_or(false);
         let cwd = self.cwd(args);
-        let sandboxed = self.sandboxed() && !self.leaves_sandbox(line, &cwd);
+        let regime = self.regime(line, &cwd);
         let jobs = session.jobs();
         if background && !jobs.has_room() {
             return Err(fail(format!(
@@ -225,15 +311,14 @@ impl ShellToolset {
                 cwd.display()
             )));
         }
-        let argv = self
-            .argv(line, &cwd, session, sandboxed)
+        let (launch, contained) = self
+            .launch(line, &cwd, session, &regime)
             .map_err(|e| fail(format!("failed to run: {e}")))?;
         let id = jobs.next_id();
         let log = jobs_dir_created()
             .map_err(|e| fail(format!("failed to run: {e}")))?
             .join(format!("{id}.log"));
-        let contained = sandboxed && matches!(self.sandbox, Sandbox::Bubblewrap(_));
-        let running = Running::start(&argv, &cwd, log.clone(), timeout, contained)
+        let running = Running::start(launch, &cwd, log.clone(), timeout, contained)
             .map_err(|e| fail(format!("failed to run: {e}")))?;
         // The label is the command as the header shows it, without the tool name
         // and the (background) mark.
@@ -311,15 +396,19 @@ impl ShellToolset {
                 cwd.display()
             ));
         }
-        let argv = self
-            .argv(line, &cwd, session, self.sandboxed())
+        let regime = if self.sandboxed() {
+            Regime::Sandboxed
+        } else {
+            Regime::Unsandboxed
+        };
+        let (launch, contained) = self
+            .launch(line, &cwd, session, &regime)
             .map_err(|e| format!("failed to run: {e}"))?;
         let log = jobs_dir_created()
             .map_err(|e| format!("failed to run: {e}"))?
             .join(format!("{}.log", session.jobs().next_id()));
-        let contained = self.sandboxed() && matches!(self.sandbox, Sandbox::Bubblewrap(_));
         let running =
-            Running::start(&argv, &cwd, log.clone(), timeout, contained).map_err(|e| format!("failed to run: {e}"))?;
+            Running::start(launch, &cwd, log.clone(), timeout, contained).map_err(|e| format!("failed to run: {e}"))?;
         session.track_foreground(&running);
         let ending = running.wait(None);
         let _ = std::fs::remove_file(&log);
@@ -376,16 +465,24 @@ fn cache_dir() -> Option<PathBuf> {
     Some(dir)
 }
 
-/// `/tmp/iota-jobs/<pid>`: every command's log, uncapped.
+/// `/tmp/iota-jobs-<random>`: every command's log, uncapped. One per process,
+/// made by it (0700, never an existing one), so no one can plant a link in it
+/// or guess its name.
 pub fn jobs_dir() -> PathBuf {
-    std::env::temp_dir()
-        .join("iota-jobs")
-        .join(std::process::id().to_string())
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| std::env::temp_dir().join(format!("iota-jobs-{}", crate::secret::token())))
+        .clone()
 }
 
 fn jobs_dir_created() -> std::io::Result<PathBuf> {
+    static MADE: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
     let dir = jobs_dir();
-    std::fs::create_dir_all(&dir)?;
+    let mut made = MADE.lock().unwrap();
+    if !*made {
+        use std::os::unix::fs::DirBuilderExt;
+        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
+        *made = true;
+    }
     Ok(dir)
 }
 
@@ -458,10 +555,24 @@ impl Toolset for ShellToolset {
         let Ok(args) = decode::<Args>(args) else {
             return Approval::Never;
         };
-        if self.leaves_sandbox(&args.command, &self.cwd(&args)) {
-            Approval::Required
-        } else {
-            Approval::Never
+        match self.regime(&args.command, &self.cwd(&args)) {
+            Regime::Iota(_) => Approval::Required,
+            _ => Approval::Never,
+        }
+    }
+
+    fn session_scope(&self, tool: &str, args: &str) -> String {
+        // "Allow for this session" of an iota call allows that exact line in
+        // that directory, never the next line that happens to qualify.
+        match decode::<Args>(args) {
+            Ok(args) if self.sandboxed() => {
+                let cwd = self.cwd(&args);
+                match self.regime(&args.command, &cwd) {
+                    Regime::Iota(_) => format!("{tool}\n{}\n{}", cwd.display(), args.command),
+                    _ => tool.to_string(),
+                }
+            }
+            _ => tool.to_string(),
         }
     }
 

@@ -25,6 +25,11 @@ pub trait Toolset: Send + Sync {
             .find(|t| t.name == tool)
             .map_or(Approval::Required, |t| t.approval)
     }
+    /// What "allow for this session" of this call covers: by default the
+    /// tool, every later call of it.
+    fn session_scope(&self, tool: &str, _args: &str) -> String {
+        tool.to_string()
+    }
     /// The call's header before it runs (for the approval question), when the
     /// toolset can say without running it.
     fn header(&self, _tool: &str, _args: &str) -> Option<String> {

@@ -343,6 +343,7 @@ impl WasmToolset {
             bulk,
             asked: false,
             workers,
+            deadline,
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|s| &mut s.limiter);

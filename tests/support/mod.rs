@@ -308,14 +308,46 @@ pub fn call_with_notices(project: &Project, calls: &[(&str, Value)]) -> (Vec<Res
     (results, notices)
 }
 
-/// Whether bubblewrap can sandbox here (the host's own detection); prints
-/// why not when it cannot.
-pub fn sandbox_works() -> bool {
-    let ok = iota_host::shell::sandbox::Sandbox::detect().is_available();
-    if !ok {
-        eprintln!("SKIPPED: bubblewrap (bwrap) is missing or cannot create namespaces on this machine");
+/// Whether a test can run its subject (`what`, e.g. a tool it needs): true
+/// when `available`. Otherwise the test is skipped, said on the terminal past
+/// the harness's capture; and where `IOTA_REQUIRE_ALL=1` (CI, after its
+/// probes) a skip is a failure.
+#[track_caller]
+pub fn require(what: &str, available: bool) -> bool {
+    if available {
+        return true;
     }
-    ok
+    if std::env::var_os("IOTA_REQUIRE_ALL").is_some_and(|v| v == "1") {
+        panic!("IOTA_REQUIRE_ALL=1 and this test cannot run: {what} is unavailable");
+    }
+    use std::io::Write;
+    let test = std::thread::current().name().unwrap_or("?").to_string();
+    let _ = writeln!(std::io::stderr().lock(), "SKIPPED {test}: {what} is unavailable");
+    false
+}
+
+/// Whether bubblewrap can sandbox here, probed afresh (not the host's memo);
+/// see [`require`] for what happens when it cannot.
+#[track_caller]
+pub fn sandbox_works() -> bool {
+    let works = iota_host::shell::sandbox::find_on_path("bwrap").is_some_and(|bwrap| {
+        Command::new(bwrap)
+            .args([
+                "--unshare-user",
+                "--unshare-pid",
+                "--ro-bind",
+                "/",
+                "/",
+                "--proc",
+                "/proc",
+                "--dev",
+                "/dev",
+                "true",
+            ])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    require("a working bubblewrap (bwrap that can create namespaces)", works)
 }
 
 /// The names `tools --json` lists, in order.
@@ -395,12 +427,11 @@ pub fn python() -> Option<PathBuf> {
         .args(["-c", "import mcp"])
         .output()
         .is_ok_and(|o| o.status.success());
-    if !ok {
-        eprintln!(
-            "SKIPPED: no MCP Python SDK (python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp)"
-        );
-    }
-    ok.then_some(python)
+    require(
+        "the MCP Python SDK (python3 -m venv target/mcp-venv && target/mcp-venv/bin/pip install mcp)",
+        ok,
+    )
+    .then_some(python)
 }
 
 /// Runs a Python SDK client script against `p` (with `extra` arguments after

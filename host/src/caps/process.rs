@@ -13,10 +13,17 @@ impl Host for CallState {
         let Some(shell) = self.process.clone() else {
             return Err(format!("toolset {:?} is not granted the process capability", self.set));
         };
-        let timeout = cmd
+        // The command ends with the call at the latest: the component's own
+        // deadline stops only its instance, not a process the host started.
+        let left = self.deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(format!("toolset {:?}: the call's time limit was reached", self.set));
+        }
+        let asked = cmd
             .timeout_seconds
             .filter(|s| *s > 0)
             .map(|s| Duration::from_secs(u64::from(s)));
+        let timeout = Some(asked.map_or(left, |asked| asked.min(left)));
         shell
             .run_for_component(&self.session, &self.ui, &cmd.line, cmd.cwd.as_deref(), timeout)
             .map(|(text, exit_code)| Output { text, exit_code })

@@ -12,10 +12,11 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::ffi::OsString;
 use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -59,8 +60,6 @@ pub struct Running {
     stop: Mutex<Option<Ending>>,
 }
 
-static NEXT_MARKER: AtomicU64 = AtomicU64::new(1);
-
 /// Set by [`cancel_everything`]: every running command stops as cancelled.
 static CANCELLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
@@ -83,30 +82,105 @@ pub fn cancel_on_interrupt() {
     let _ = unsafe { sigaction(Signal::SIGINT, &action) };
 }
 
+/// What to start, and how: the program line, its environment, and what the
+/// child must hold before it executes (the seccomp filter's descriptors, a
+/// cgroup, a process limit).
+#[derive(Debug, Default)]
+pub struct Launch {
+    /// The program and its arguments (`argv[0]` is the program to execute).
+    pub argv: Vec<OsString>,
+    /// What the program sees as its `argv[0]`, when not the program path.
+    pub arg0: Option<OsString>,
+    /// The whole environment; `None` inherits the host's.
+    pub env: Option<Vec<(OsString, OsString)>>,
+    /// Whether stdout goes to /dev/null instead of the output.
+    pub stdout_null: bool,
+    /// Whether stderr goes to /dev/null instead of the output.
+    pub stderr_null: bool,
+    /// Descriptors the program inherits (bwrap's `--add-seccomp-fd`); closed
+    /// in the host once it has started.
+    pub inherit: Vec<OwnedFd>,
+    /// How many processes it may have: a cgroup it joins before it executes
+    /// (so everything it starts is counted from the first fork), kept until
+    /// it ends, or an rlimit.
+    pub processes: Option<super::processes::Bound>,
+}
+
 impl Running {
-    /// Starts `argv` in `cwd` with output to `log`; the timeout, if any, is
-    /// enforced by a watcher thread.
+    /// Starts `launch` in `cwd` with output to `log`; the timeout, if any, is
+    /// enforced by a watcher thread. An uncontained command carries an
+    /// unpredictable marker in its environment for the sweep.
     pub fn start(
-        argv: &[OsString],
+        mut launch: Launch,
         cwd: &Path,
         log: PathBuf,
         timeout: Option<Duration>,
         contained: bool,
     ) -> std::io::Result<Arc<Running>> {
-        let marker = format!("{}-{}", std::process::id(), NEXT_MARKER.fetch_add(1, Ordering::Relaxed));
+        let marker = crate::secret::token();
         let (reader, writer) = std::io::pipe()?;
-        let mut log_file = std::fs::File::create(&log)?;
+        let mut log_file = create_private(&log)?;
+        let argv = &launch.argv;
         let mut command = Command::new(&argv[0]);
         command
             .args(&argv[1..])
             .current_dir(cwd)
-            .env(MARKER_VAR, &marker)
             .stdin(Stdio::null())
-            .stdout(writer.try_clone()?)
-            .stderr(writer)
             .process_group(0);
+        if let Some(arg0) = &launch.arg0 {
+            command.arg0(arg0);
+        }
+        if let Some(env) = &launch.env {
+            command.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+        }
+        if !contained {
+            command.env(MARKER_VAR, &marker);
+        }
+        command.stdout(if launch.stdout_null {
+            Stdio::null()
+        } else {
+            writer.try_clone()?.into()
+        });
+        command.stderr(if launch.stderr_null {
+            Stdio::null()
+        } else {
+            writer.into()
+        });
+        let inherit: Vec<i32> = launch.inherit.iter().map(|fd| fd.as_raw_fd()).collect();
+        let mut processes = launch.processes.take();
+        let cgroup_procs = processes.as_mut().and_then(|p| p.take_procs());
+        let cgroup = cgroup_procs.as_ref().map(|fd| fd.as_raw_fd());
+        let max_processes = processes.as_ref().and_then(|p| p.rlimit());
+        // SAFETY: between fork and exec the closure only makes system calls
+        // (fcntl, write, setrlimit) on values prepared before the fork.
+        unsafe {
+            command.pre_exec(move || {
+                for &fd in &inherit {
+                    if nix::libc::fcntl(fd, nix::libc::F_SETFD, 0) == -1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                if let Some(fd) = cgroup
+                    && nix::libc::write(fd, b"0".as_ptr().cast(), 1) != 1
+                {
+                    return Err(std::io::Error::last_os_error());
+                }
+                if let Some(max) = max_processes {
+                    let limit = nix::libc::rlimit {
+                        rlim_cur: max,
+                        rlim_max: max,
+                    };
+                    if nix::libc::setrlimit(nix::libc::RLIMIT_NPROC, &limit) == -1 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                Ok(())
+            });
+        }
         let child = command.spawn()?;
         drop(command);
+        drop(launch);
+        drop(cgroup_procs);
         let running = Arc::new(Running {
             pid: child.id(),
             started: Instant::now(),
@@ -134,7 +208,10 @@ impl Running {
             let _ = eof_tx.send(());
         });
         let waiting = running.clone();
-        std::thread::spawn(move || waiting.watch(child, timeout, eof_rx));
+        std::thread::spawn(move || {
+            waiting.watch(child, timeout, eof_rx);
+            drop(processes);
+        });
         Ok(running)
     }
 
@@ -234,6 +311,18 @@ impl Running {
     pub fn printed_anything(&self) -> bool {
         !self.state.lock().unwrap().output.is_empty()
     }
+}
+
+/// Creates `path` for writing, refusing to follow a link planted there and
+/// refusing a file that exists already; private to the user.
+pub fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
 }
 
 /// PIDs of live processes whose environment carries `MARKER_VAR=marker`.

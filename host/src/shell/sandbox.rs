@@ -7,8 +7,12 @@
 //! way codex-rs and Claude Code do: a new session (no TIOCSTI into the
 //! terminal), a new PID namespace with its own /proc (no host environ), all
 //! capabilities dropped even when the host runs as root, the root's `.git`
-//! read-only (no hook planting, no renaming it away), a private /tmp per
-//! session, and no host unix sockets reachable when the network is off.
+//! and `.iota` read-only (no hook planting, no renaming them away, no
+//! creating them where there were none), a private /tmp per session, no host
+//! unix sockets under /run, `/proc/sys` and the other kernel knobs read-only
+//! (uid 0 inside maps to the host's root, and sysctl permissions rest on the
+//! uid alone), a seccomp filter (`seccomp.rs`), and a bound on processes
+//! (`processes.rs`).
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -150,7 +154,14 @@ pub struct Policy {
     pub visible: Vec<PathBuf>,
     /// Whether the network is allowed.
     pub network: bool,
+    /// Paths under the root that stay read-only (`.git`, `.iota`); each
+    /// exists when the command starts (a placeholder where there was none).
+    pub protected: Vec<PathBuf>,
 }
+
+/// Kernel interfaces under a fresh /proc that write to global state with no
+/// check but the uid: bound read-only from the host's, as container runtimes do.
+const PROC_READ_ONLY: &[&str] = &["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"];
 
 impl Policy {
     /// The writable directories in the spec's order, duplicates dropped.
@@ -175,8 +186,9 @@ impl Policy {
     }
 }
 
-/// The bubblewrap command line that runs `argv` under `policy` in `cwd`.
-pub fn bwrap_args(policy: &Policy, cwd: &Path, argv: &[OsString]) -> Vec<OsString> {
+/// The bubblewrap command line that runs `argv` under `policy` in `cwd`;
+/// `seccomp_fds` are the inherited descriptors holding the filter's programs.
+pub fn bwrap_args(policy: &Policy, cwd: &Path, seccomp_fds: &[i32], argv: &[OsString]) -> Vec<OsString> {
     let mut args: Vec<OsString> = Vec::new();
     let mut flags = |items: &[&str]| args.extend(items.iter().map(OsString::from));
     flags(&["--new-session", "--die-with-parent"]);
@@ -201,9 +213,15 @@ pub fn bwrap_args(policy: &Policy, cwd: &Path, argv: &[OsString]) -> Vec<OsStrin
         "--proc",
         "/proc",
     ]);
-    if !policy.network {
-        // Host daemons' sockets (dbus, docker, …) live under /run.
-        flags(&["--tmpfs", "/run"]);
+    for knob in PROC_READ_ONLY {
+        flags(&["--ro-bind-try", knob, knob]);
+    }
+    // Host daemons' sockets (dbus, docker, …) live under /run; a socket on a
+    // read-only mount still accepts connections, so /run is emptied even with
+    // the network on, keeping only the resolver's files DNS needs.
+    flags(&["--tmpfs", "/run"]);
+    if policy.network {
+        flags(&["--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve"]);
     }
     let mut mount = |kind: &str, source: &Path, destination: &Path| {
         args.extend([kind.into(), source.into(), destination.into()]);
@@ -221,18 +239,13 @@ pub fn bwrap_args(policy: &Policy, cwd: &Path, argv: &[OsString]) -> Vec<OsStrin
     for dir in policy.visible.iter().filter(|d| d.is_dir()) {
         mount("--ro-bind", dir, dir);
     }
-    let git = policy.root.join(".git");
-    if git.exists() {
-        mount("--ro-bind", &git, &git);
+    for path in &policy.protected {
+        mount("--ro-bind", path, path);
     }
-    args.extend([
-        "--setenv".into(),
-        "TMPDIR".into(),
-        "/tmp".into(),
-        "--chdir".into(),
-        cwd.into(),
-        "--".into(),
-    ]);
+    for fd in seccomp_fds {
+        args.extend(["--add-seccomp-fd".into(), fd.to_string().into()]);
+    }
+    args.extend(["--chdir".into(), cwd.into(), "--".into()]);
     args.extend(argv.iter().cloned());
     args
 }
@@ -248,8 +261,9 @@ pub fn seatbelt_profile(policy: &Policy) -> String {
         profile.push_str(&format!("    (subpath {})\n", seatbelt_string(&dir)));
     }
     profile.push_str(")\n");
-    let git = policy.root.join(".git");
-    profile.push_str(&format!("(deny file-write* (subpath {}))\n", seatbelt_string(&git)));
+    for path in &policy.protected {
+        profile.push_str(&format!("(deny file-write* (subpath {}))\n", seatbelt_string(path)));
+    }
     if policy.network {
         profile.push_str("(allow network*)\n");
     }
@@ -308,6 +322,7 @@ mod tests {
             extra_writable: vec!["/home/u/project".into(), "/data".into()],
             visible: vec![],
             network: false,
+            protected: vec!["/home/u/project/.git".into()],
         }
     }
 
@@ -337,6 +352,7 @@ mod tests {
         let args: Vec<String> = bwrap_args(
             &policy(),
             Path::new("/home/u/project"),
+            &[7],
             &["bash".into(), "-c".into(), "true".into()],
         )
         .into_iter()
@@ -347,6 +363,9 @@ mod tests {
         assert!(joined.contains("--unshare-net"));
         assert!(joined.contains("--cap-drop ALL"));
         assert!(joined.contains("--bind /tmp/iota-1/tmp /tmp"));
+        assert!(joined.contains("--ro-bind-try /proc/sys /proc/sys"));
+        assert!(joined.contains("--ro-bind /home/u/project/.git /home/u/project/.git"));
+        assert!(joined.contains("--add-seccomp-fd 7"));
         assert!(joined.ends_with("--chdir /home/u/project -- bash -c true"));
     }
 }

@@ -73,9 +73,13 @@ pub fn run(report: &mut Report) {
         extra_writable: Vec::new(),
         visible: Vec::new(),
         network: false,
+        protected: Vec::new(),
     };
     let argv: Vec<OsString> = ["bash", "-c", "true"].map(OsString::from).to_vec();
-    let flags: Vec<String> = bwrap_args(&policy, &root, &argv)
+    // Without the seccomp filter (its descriptors need the tool's spawn), so
+    // the row against it is what the filter, the process bound and the tool
+    // add together.
+    let flags: Vec<String> = bwrap_args(&policy, &root, &[], &argv)
         .into_iter()
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
@@ -89,7 +93,7 @@ pub fn run(report: &mut Report) {
     report.row(
         "shell tool, sandboxed",
         sandboxed,
-        "bwrap with the tool's exact flags",
+        "bwrap with the tool's flags, no seccomp filter",
         Some(hardened),
     );
     report.row("shell tool, sandboxed", sandboxed, "bash -c true", Some(bash));

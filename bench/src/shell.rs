@@ -74,6 +74,7 @@ pub fn run(report: &mut Report) {
         visible: Vec::new(),
         network: false,
         protected: Vec::new(),
+        hidden: Vec::new(),
     };
     let argv: Vec<OsString> = ["bash", "-c", "true"].map(OsString::from).to_vec();
     // Without the seccomp filter (its descriptors need the tool's spawn), so

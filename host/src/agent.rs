@@ -165,6 +165,12 @@ fn load_set(
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let cwd = std::env::current_dir().unwrap_or_else(|_| root.to_path_buf());
         return Ok(ShellConfig::decode(value, home.as_deref(), &cwd)
+            .and_then(
+                |config| match crate::shell::sandbox::refusal(&config, root, home.as_deref()) {
+                    Some(why) => Err(why),
+                    None => Ok(config),
+                },
+            )
             .map(|config| Arc::new(ShellToolset::new(config, root)) as Arc<dyn Toolset>));
     } else if let Some(builtin) = embedded::builtin(name) {
         (

@@ -7,14 +7,14 @@
 //! with no filesystem, an empty session and no process runner. The one way it
 //! could depend on more is by asking the user a question; an answer given
 //! after such a question is never remembered. The key covers all of these
-//! plus the host's version, in the same private cache directory as compiled
-//! components; a file that cannot be read or parsed is a miss.
+//! plus the host's version, in the same sealed state directory as compiled
+//! components; a file that cannot be read, verified or parsed is a miss.
 
 use crate::caps::bindings::iota::toolset::types::Context;
 use crate::engine::sha256_hex;
+use crate::host_state::StateDir;
 use crate::toolset::{Approval, Presentation, ToolSpec};
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
 
 /// What loading a component learns without calling a tool: its imports (the
 /// grant check) and its tools.
@@ -74,9 +74,9 @@ impl StoredSpec {
     }
 }
 
-/// Where the answer for a component (`digest`, its sha256) described in
-/// `ctx`, with or without anybody to ask, is kept under `cache_dir`.
-pub fn path(cache_dir: &Path, digest: &str, ctx: &Context, interactive: bool) -> PathBuf {
+/// The file name the answer for a component (`digest`, its sha256) described
+/// in `ctx`, with or without anybody to ask, is kept under in the host state.
+pub fn name(digest: &str, ctx: &Context, interactive: bool) -> String {
     // Length-prefixed fields: no two different inputs concatenate alike.
     let mut input = Vec::new();
     let fields = [env!("CARGO_PKG_VERSION"), digest, &ctx.config, &ctx.root]
@@ -87,29 +87,27 @@ pub fn path(cache_dir: &Path, digest: &str, ctx: &Context, interactive: bool) ->
         input.extend_from_slice(&(field.len() as u64).to_le_bytes());
         input.extend_from_slice(field.as_bytes());
     }
-    cache_dir.join(format!("describe-{}.json", sha256_hex(&input)))
+    format!("describe-{}.json", sha256_hex(&input))
 }
 
-/// The remembered answer at `path`, if there is a readable one.
-pub fn load(path: &Path) -> Option<(Vec<String>, Vec<ToolSpec>)> {
-    let described: Described = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+/// The remembered answer `name`, if there is one the host sealed.
+pub fn load(state: &StateDir, name: &str) -> Option<(Vec<String>, Vec<ToolSpec>)> {
+    let described: Described = serde_json::from_slice(&state.read(name)?).ok()?;
     let tools = described.tools.iter().map(StoredSpec::to_spec).collect::<Option<_>>()?;
-    crate::engine::mark_used(path);
+    crate::engine::mark_used(&state.dir().join(name));
     Some((described.imports, tools))
 }
 
 /// Remembers an answer; a cache that cannot be written only costs the next
 /// start a describe.
-pub fn store(path: &Path, imports: &[String], tools: &[ToolSpec]) {
+pub fn store(state: &StateDir, name: &str, imports: &[String], tools: &[ToolSpec]) {
     let described = Described {
         imports: imports.to_vec(),
         tools: tools.iter().map(StoredSpec::from).collect(),
     };
     if let Ok(json) = serde_json::to_vec(&described) {
-        let _ = crate::engine::store_atomically(path, &json);
-        if let Some(dir) = path.parent() {
-            crate::engine::prune(dir);
-        }
+        let _ = state.write(name, &json);
+        crate::engine::prune(state.dir());
     }
 }
 
@@ -127,24 +125,23 @@ mod tests {
 
     #[test]
     fn every_input_changes_the_key() {
-        let dir = Path::new("/cache");
-        let base = path(dir, "abc", &ctx("null"), true);
-        assert_eq!(base, path(dir, "abc", &ctx("null"), true));
-        assert_ne!(base, path(dir, "abd", &ctx("null"), true));
-        assert_ne!(base, path(dir, "abc", &ctx("{\"auto_write\":true}"), true));
-        assert_ne!(base, path(dir, "abc", &ctx("null"), false));
+        let base = name("abc", &ctx("null"), true);
+        assert_eq!(base, name("abc", &ctx("null"), true));
+        assert_ne!(base, name("abd", &ctx("null"), true));
+        assert_ne!(base, name("abc", &ctx("{\"auto_write\":true}"), true));
+        assert_ne!(base, name("abc", &ctx("null"), false));
         let mut other_root = ctx("null");
         other_root.root = "/other".into();
-        assert_ne!(base, path(dir, "abc", &other_root, true));
+        assert_ne!(base, name("abc", &other_root, true));
         let mut read_dir = ctx("null");
         read_dir.read_dirs = vec!["/home/u/.iota/skills".into()];
-        assert_ne!(base, path(dir, "abc", &read_dir, true));
+        assert_ne!(base, name("abc", &read_dir, true));
     }
 
     #[test]
     fn specs_round_trip_and_garbage_is_a_miss() {
-        let dir = std::env::temp_dir().join(format!("iota-describe-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::open(&dir.path().join("state")).unwrap();
         let spec = ToolSpec {
             name: "grep".into(),
             description: "Search.".into(),
@@ -154,18 +151,22 @@ mod tests {
             presentation: Presentation::Group,
             read_only: true,
         };
-        let file = path(&dir, "abc", &ctx("null"), false);
-        assert!(load(&file).is_none());
+        let file = name("abc", &ctx("null"), false);
+        assert!(load(&state, &file).is_none());
         store(
+            &state,
             &file,
             &["wasi:cli/stdout@0.2.6".to_string()],
             std::slice::from_ref(&spec),
         );
-        let (imports, tools) = load(&file).unwrap();
+        let (imports, tools) = load(&state, &file).unwrap();
         assert_eq!(imports, ["wasi:cli/stdout@0.2.6"]);
         assert_eq!(StoredSpec::from(&tools[0]), StoredSpec::from(&spec));
-        std::fs::write(&file, "{\"imports\": [], \"tools\": [{\"name\": 1}]}").unwrap();
-        assert!(load(&file).is_none());
-        std::fs::remove_dir_all(&dir).unwrap();
+        state
+            .write(&file, b"{\"imports\": [], \"tools\": [{\"name\": 1}]}")
+            .unwrap();
+        assert!(load(&state, &file).is_none(), "sealed but not a description");
+        std::fs::write(state.dir().join(&file), "{\"imports\": [], \"tools\": []}").unwrap();
+        assert!(load(&state, &file).is_none(), "a description the host did not seal");
     }
 }

@@ -4,8 +4,11 @@
 //! Compiling a component takes about a second; loading a cached one takes
 //! milliseconds. The cache key is sha256 of the Wasm bytes plus wasmtime's
 //! precompile-compatibility hash, so a new wasmtime or different settings
-//! never load a stale artifact.
+//! never load a stale artifact. The cache is host state (`host_state.rs`):
+//! kept out of every sandboxed command's reach and sealed, because a
+//! compiled component is native code the host runs.
 
+use crate::host_state::StateDir;
 use anyhow::{Context as _, Result};
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
@@ -22,7 +25,7 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 #[derive(Clone)]
 pub struct Engine {
     inner: wasmtime::Engine,
-    cache_dir: Option<PathBuf>,
+    state: Option<StateDir>,
     _ticker: Arc<Ticker>,
 }
 
@@ -39,12 +42,13 @@ impl Drop for Ticker {
 
 impl Engine {
     /// An engine with epoch interruption on, a ticker thread driving it, and
-    /// the default cache directory (see [`default_cache_dir`]).
+    /// the host's state directory (see [`crate::host_state::default_dir`]).
     pub fn new() -> Result<Engine> {
-        Engine::with_cache(default_cache_dir())
+        Engine::with_cache(crate::host_state::default_dir())
     }
 
-    /// The same with an explicit cache directory (`None`: compile every time).
+    /// The same with an explicit state directory (`None`: compile every
+    /// time). One that cannot be used safely is left out with a warning.
     pub fn with_cache(cache_dir: Option<PathBuf>) -> Result<Engine> {
         let mut config = wasmtime::Config::new();
         config.epoch_interruption(true);
@@ -69,10 +73,14 @@ impl Engine {
                 }
             }
         })?;
-        let cache_dir = cache_dir.filter(|dir| create_private_dir(dir).is_ok());
+        let state = cache_dir.and_then(|dir| {
+            StateDir::open(&dir)
+                .inspect_err(|why| eprintln!("iota-host: warning: {why}; compiled components are not kept"))
+                .ok()
+        });
         Ok(Engine {
             inner,
-            cache_dir,
+            state,
             _ticker: Arc::new(Ticker { stop }),
         })
     }
@@ -87,10 +95,10 @@ impl Engine {
         (timeout.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64
     }
 
-    /// The private directory compiled components (and describe answers) are
-    /// kept in, when there is one.
-    pub fn cache_dir(&self) -> Option<&Path> {
-        self.cache_dir.as_deref()
+    /// The state directory compiled components (and describe answers) are
+    /// kept in, sealed, when there is one.
+    pub fn state(&self) -> Option<&StateDir> {
+        self.state.as_ref()
     }
 
     /// Compiles `wasm` (named `name` in messages), or loads the cached result.
@@ -100,15 +108,16 @@ impl Engine {
 
     /// The same for bytes whose [`digest`] the caller already has.
     pub fn component_with_digest(&self, name: &str, digest: &str, wasm: &[u8]) -> Result<Component> {
-        let cached = self.cache_dir.as_ref().map(|dir| dir.join(self.cache_key(digest)));
-        // SAFETY: the file was written by `Component::serialize` of this engine
-        // configuration (the key includes its compatibility hash) into the
-        // user's own, private cache directory.
-        if let Some(path) = &cached
-            && path.is_file()
-            && let Ok(component) = unsafe { Component::deserialize_file(&self.inner, path) }
+        let key = self.cache_key(digest);
+        // SAFETY: the file is exactly what this host wrote (its keyed tag
+        // matches) from `Component::serialize` of this engine configuration
+        // (the name includes its compatibility hash), in a directory no
+        // sandboxed command can see and only the user can write.
+        if let Some(state) = &self.state
+            && let Some(Ok(component)) =
+                state.with_verified_file(&key, |file| unsafe { Component::deserialize_file(&self.inner, file) })
         {
-            mark_used(path);
+            mark_used(&state.dir().join(&key));
             return Ok(component);
         }
         let progress = std::io::stderr().is_terminal().then(|| {
@@ -124,10 +133,10 @@ impl Engine {
             bar.finish_and_clear();
         }
         let component = component?;
-        if let Some(path) = &cached {
+        if let Some(state) = &self.state {
             // A cache that cannot be written only costs the next start a compile.
-            let _ = store_atomically(path, &component.serialize()?);
-            prune(path.parent().expect("a cache file has a directory"));
+            let _ = state.write(&key, &component.serialize()?);
+            prune(state.dir());
         }
         Ok(component)
     }
@@ -191,25 +200,6 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// `$IOTA_CACHE_DIR`, else `$XDG_CACHE_HOME/iota-host`, else
-/// `~/.cache/iota-host`.
-pub fn default_cache_dir() -> Option<PathBuf> {
-    let env = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    env("IOTA_CACHE_DIR")
-        .or_else(|| env("XDG_CACHE_HOME").map(|d| d.join("iota-host")))
-        .or_else(|| env("HOME").map(|h| h.join(".cache").join("iota-host")))
-}
-
-/// Creates `dir` readable by its owner only: compiled code is loaded from it
-/// without further checks.
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)
-}
-
 /// Compiled components kept in the cache: the most recently used ones. Every
 /// build of a component (each upgrade, each change while developing one) is a
 /// new file, and nothing else ever removes the old ones.
@@ -260,14 +250,4 @@ pub(crate) fn prune(dir: &Path) {
             let _ = std::fs::remove_file(path);
         }
     }
-}
-
-/// Writes `bytes` to `path` through a temporary file, so a reader never
-/// sees half a file.
-pub(crate) fn store_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, bytes)?;
-    std::fs::rename(&tmp, path).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
 }

@@ -14,6 +14,7 @@ pub mod config;
 pub mod describe_cache;
 pub mod embedded;
 pub mod engine;
+pub mod host_state;
 pub mod inspect;
 pub mod mcp;
 pub mod present;

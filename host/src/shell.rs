@@ -101,6 +101,11 @@ pub struct ShellToolset {
     root: PathBuf,
     interpreter: Interpreter,
     running_binary: Option<PathBuf>,
+    /// Why sandboxed commands cannot run with this root and config
+    /// (`sandbox::refusal`); checked again for every sandboxed command, so
+    /// the `process` runner, which is built without the set's load checks,
+    /// obeys it too.
+    refused: Option<String>,
     spec: [ToolSpec; 1],
 }
 
@@ -133,7 +138,10 @@ impl ShellToolset {
             read_only: false,
         };
         let running_binary = std::env::current_exe().ok().and_then(|p| std::fs::canonicalize(p).ok());
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let refused = sandbox::refusal(&config, root, home.as_deref());
         ShellToolset {
+            refused,
             config,
             sandbox,
             root: root.to_path_buf(),
@@ -233,6 +241,9 @@ impl ShellToolset {
     }
 
     fn sandboxed_launch(&self, argv: Vec<OsString>, cwd: &Path, session: &Session) -> std::io::Result<(Launch, bool)> {
+        if let Some(why) = &self.refused {
+            return Err(std::io::Error::other(why.clone()));
+        }
         let policy = Policy {
             root: self.root.clone(),
             private_tmp: session.private_tmp()?,
@@ -241,6 +252,7 @@ impl ShellToolset {
             visible: vec![jobs_dir()],
             network: self.config.network,
             protected: session.protect(&[self.root.join(".git"), self.root.join(".iota")]),
+            hidden: crate::host_state::default_dir().into_iter().collect(),
         };
         let env = Some(self.config.env.sandboxed(std::env::vars_os()));
         Ok(match &self.sandbox {

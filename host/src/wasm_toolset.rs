@@ -93,10 +93,16 @@ impl WasmToolset {
             process: None,
             read_dirs: Vec::new(),
         };
-        let remembered = engine
-            .cache_dir()
-            .map(|dir| describe_cache::path(dir, &toolset.digest, &toolset.context(), ui.interactive()));
-        if let Some((imports, tools)) = remembered.as_deref().and_then(describe_cache::load) {
+        let remembered = engine.state().map(|state| {
+            (
+                state,
+                describe_cache::name(&toolset.digest, &toolset.context(), ui.interactive()),
+            )
+        });
+        if let Some((imports, tools)) = remembered
+            .as_ref()
+            .and_then(|(state, name)| describe_cache::load(state, name))
+        {
             let imports = caps::classify_all(&imports);
             caps::check_grants(name, &imports, &toolset.granted).map_err(LoadError::Fatal)?;
             toolset.requested = caps::requested(&imports);
@@ -113,9 +119,9 @@ impl WasmToolset {
                 })
                 .map_err(LoadError::Fatal)?;
             toolset.tools = described.map_err(LoadError::Config)?;
-            if let Some(path) = remembered.filter(|_| !asked) {
+            if let Some((state, file)) = remembered.filter(|_| !asked) {
                 let names: Vec<String> = imports.iter().map(|i| i.name().to_string()).collect();
-                describe_cache::store(&path, &names, &toolset.tools);
+                describe_cache::store(state, &file, &names, &toolset.tools);
             }
         }
         for tool in &toolset.tools {

@@ -84,17 +84,19 @@ fn probe(bwrap: &Path) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// The probe's answer remembered in the cache directory, so a start-up does
-/// not spawn bwrap each time (it is most of an `iota-host call`'s time). The
-/// key is the binary (path, size, mtime) and the boot, and it lives in the
-/// user's cache: an upgrade, a reboot (sysctls reset) or another user probes
-/// again. A stale "works"
-/// makes sandboxed commands fail loudly; a stale "fails" makes every command
-/// ask first; neither runs anything unsandboxed silently.
+/// The probe's answer remembered in the host's state directory, so a
+/// start-up does not spawn bwrap each time (it is most of an `iota-host
+/// call`'s time). The key is the binary (path, size, mtime) and the boot: an
+/// upgrade, a reboot (sysctls reset) or another user probes again. The memo
+/// is sealed like all host state (`host_state.rs`): one the host did not
+/// write is no memo, and the probe runs afresh.
 struct ProbeMemo {
-    file: PathBuf,
+    state: crate::host_state::StateDir,
     key: String,
 }
+
+/// The memo's file name in the state directory.
+const PROBE_MEMO: &str = "sandbox-probe";
 
 impl ProbeMemo {
     fn for_binary(bwrap: &Path) -> Option<ProbeMemo> {
@@ -108,12 +110,12 @@ impl ProbeMemo {
             modified.as_nanos(),
             boot.trim()
         );
-        let file = crate::engine::default_cache_dir()?.join("sandbox-probe");
-        Some(ProbeMemo { file, key })
+        let state = crate::host_state::StateDir::open_default().ok()?;
+        Some(ProbeMemo { state, key })
     }
 
     fn recall(&self) -> Option<bool> {
-        let text = std::fs::read_to_string(&self.file).ok()?;
+        let text = String::from_utf8(self.state.read(PROBE_MEMO)?).ok()?;
         let mut lines = text.lines();
         if lines.next()? != self.key {
             return None;
@@ -125,17 +127,48 @@ impl ProbeMemo {
         }
     }
 
-    /// Only into an existing cache directory (the compile cache makes it,
-    /// private); a memo that cannot be written is simply not kept.
+    /// A memo that cannot be written is simply not kept.
     fn store(&self, works: bool) {
-        if self.file.parent().is_some_and(Path::is_dir) {
-            let tmp = self.file.with_extension(format!("tmp{}", std::process::id()));
-            let text = format!("{}\n{}\n", self.key, if works { "works" } else { "fails" });
-            if std::fs::write(&tmp, text).is_ok() {
-                let _ = std::fs::rename(&tmp, &self.file);
-            }
-        }
+        let text = format!("{}\n{}\n", self.key, if works { "works" } else { "fails" });
+        let _ = self.state.write(PROBE_MEMO, text.as_bytes());
     }
+}
+
+/// Why a sandboxed set cannot run with this root and config, if it cannot:
+/// a root of `/` or of the home directory makes everything the user owns
+/// writable (every dotfile, every other project, the disk itself under `/`),
+/// and no writable directory may hold the host's own state (a command could
+/// move it aside and put its own in its place).
+pub fn refusal(config: &super::config::ShellConfig, root: &Path, home: Option<&Path>) -> Option<String> {
+    if config.sandbox == super::config::SandboxMode::Off {
+        return None;
+    }
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let root = canonical(root);
+    let home = home.map(canonical);
+    if root == Path::new("/") || home.as_deref() == Some(root.as_path()) {
+        return Some(format!(
+            "the project root {} would make {} writable to sandboxed commands; run from the project's directory or pass --root <project directory>",
+            root.display(),
+            if root == Path::new("/") {
+                "the whole filesystem"
+            } else {
+                "the whole home directory"
+            }
+        ));
+    }
+    let state = crate::host_state::default_dir().map(|d| canonical(&d))?;
+    std::iter::once(&root)
+        .chain(config.write.iter())
+        .map(|dir| canonical(dir))
+        .find(|dir| state.starts_with(dir))
+        .map(|dir| {
+            format!(
+                "{} is writable to sandboxed commands and holds the host's state directory {}; move the state ($IOTA_CACHE_DIR or $XDG_STATE_HOME) or narrow the root or write: paths",
+                dir.display(),
+                state.display()
+            )
+        })
 }
 
 /// What one sandboxed command may do.
@@ -157,6 +190,9 @@ pub struct Policy {
     /// Paths under the root that stay read-only (`.git`, `.iota`); each
     /// exists when the command starts (a placeholder where there was none).
     pub protected: Vec<PathBuf>,
+    /// Directories no command may see at all, hidden under an empty mount:
+    /// the host's own state (compiled code it runs, the key that seals it).
+    pub hidden: Vec<PathBuf>,
 }
 
 /// Kernel interfaces under a fresh /proc that write to global state with no
@@ -242,6 +278,10 @@ pub fn bwrap_args(policy: &Policy, cwd: &Path, seccomp_fds: &[i32], argv: &[OsSt
     for path in &policy.protected {
         mount("--ro-bind", path, path);
     }
+    // Last, so that no writable bind above can uncover them.
+    for dir in policy.hidden.iter().filter(|d| d.is_dir()) {
+        args.extend(["--tmpfs".into(), dir.into(), "--remount-ro".into(), dir.into()]);
+    }
     for fd in seccomp_fds {
         args.extend(["--add-seccomp-fd".into(), fd.to_string().into()]);
     }
@@ -263,6 +303,12 @@ pub fn seatbelt_profile(policy: &Policy) -> String {
     profile.push_str(")\n");
     for path in &policy.protected {
         profile.push_str(&format!("(deny file-write* (subpath {}))\n", seatbelt_string(path)));
+    }
+    for dir in &policy.hidden {
+        profile.push_str(&format!(
+            "(deny file-read* file-write* (subpath {}))\n",
+            seatbelt_string(dir)
+        ));
     }
     if policy.network {
         profile.push_str("(allow network*)\n");
@@ -290,10 +336,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_probe_memo_answers_only_for_its_own_key() {
+    fn the_probe_memo_answers_only_for_its_own_key_and_only_when_sealed() {
         let dir = tempfile::tempdir().unwrap();
+        let state = crate::host_state::StateDir::open(&dir.path().join("state")).unwrap();
         let memo = ProbeMemo {
-            file: dir.path().join("sandbox-probe"),
+            state: state.clone(),
             key: "/usr/bin/bwrap|1|2|boot-a".into(),
         };
         assert_eq!(memo.recall(), None);
@@ -302,16 +349,13 @@ mod tests {
         memo.store(false);
         assert_eq!(memo.recall(), Some(false));
         let upgraded = ProbeMemo {
+            state: state.clone(),
             key: "/usr/bin/bwrap|1|3|boot-a".into(),
-            ..memo
         };
         assert_eq!(upgraded.recall(), None, "another binary or boot probes again");
-        let missing_dir = ProbeMemo {
-            file: dir.path().join("absent").join("sandbox-probe"),
-            key: "k".into(),
-        };
-        missing_dir.store(true);
-        assert_eq!(missing_dir.recall(), None, "no cache directory is created for it");
+        // A memo written by anyone but the host (a flipped verdict) is none.
+        std::fs::write(state.dir().join(PROBE_MEMO), "/usr/bin/bwrap|1|2|boot-a\nfails\n").unwrap();
+        assert_eq!(memo.recall(), None);
     }
 
     fn policy() -> Policy {
@@ -323,6 +367,7 @@ mod tests {
             visible: vec![],
             network: false,
             protected: vec!["/home/u/project/.git".into()],
+            hidden: vec![],
         }
     }
 

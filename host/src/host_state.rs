@@ -1,0 +1,302 @@
+//! The host's own state on disk — compiled components (native code it will
+//! execute), remembered descriptions, the sandbox probe's memo — and the key
+//! that seals every file of it.
+//!
+//! Nothing a sandboxed command, a tool or a component can write may change
+//! what the host later runs, so this state is kept where none of them can
+//! write (`$XDG_STATE_HOME/iota-host`, else `~/.local/state/iota-host`, not
+//! the cache directory the spec makes writable to sandboxed commands), is
+//! hidden inside the sandbox (an empty mount over it), and is verified
+//! anyway: each file ends in a keyed BLAKE3 tag over its name and contents,
+//! made with a 256-bit key that lives in the same directory (0600) and is
+//! never visible inside the sandbox. A file whose tag does not match is
+//! ignored, as if absent, and rebuilt. Files are written to a fresh,
+//! unguessable temporary name created exclusively (`O_EXCL|O_NOFOLLOW`, 0600)
+//! and renamed into place; the directory is made 0700 by the host, and an
+//! existing one that is a link, or is not the user's own and private, is
+//! refused.
+
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+/// Length of a file's tag, after its contents.
+const TAG_LEN: usize = 32;
+/// The key's file name inside the directory.
+const KEY_FILE: &str = "key";
+
+/// `$IOTA_CACHE_DIR`, else `$XDG_STATE_HOME/iota-host`, else
+/// `~/.local/state/iota-host`.
+pub fn default_dir() -> Option<PathBuf> {
+    let env = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    env("IOTA_CACHE_DIR")
+        .or_else(|| env("XDG_STATE_HOME").map(|d| d.join("iota-host")))
+        .or_else(|| env("HOME").map(|h| h.join(".local").join("state").join("iota-host")))
+}
+
+/// An open state directory: where it is and the key that seals its files.
+#[derive(Clone)]
+pub struct StateDir {
+    dir: PathBuf,
+    key: [u8; 32],
+}
+
+impl std::fmt::Debug for StateDir {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateDir")
+            .field("dir", &self.dir)
+            .finish_non_exhaustive()
+    }
+}
+
+impl StateDir {
+    /// Opens `dir`, creating it (0700) and its key where missing. Refuses a
+    /// directory or key that is a link, belongs to someone else, or that
+    /// others may write (or, for the key, read).
+    pub fn open(dir: &Path) -> Result<StateDir, String> {
+        let refuse = |why: &str| Err(format!("the host state directory {} {why}", dir.display()));
+        match std::fs::symlink_metadata(dir) {
+            Ok(meta) => {
+                if !meta.is_dir() {
+                    return refuse("is not a directory (a link or a file)");
+                }
+                if !owned_and_private(&meta, 0o022) {
+                    return refuse("is not the user's own, or others may write to it");
+                }
+            }
+            Err(_) => {
+                if let Some(parent) = dir.parent() {
+                    let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent);
+                }
+                if let Err(e) = std::fs::DirBuilder::new().mode(0o700).create(dir) {
+                    return refuse(&format!("cannot be created: {e}"));
+                }
+            }
+        }
+        let key = match read_key(&dir.join(KEY_FILE)) {
+            Ok(key) => key,
+            Err(why) => return refuse(&why),
+        };
+        Ok(StateDir {
+            dir: dir.to_path_buf(),
+            key,
+        })
+    }
+
+    /// Opens the default directory ([`default_dir`]).
+    pub fn open_default() -> Result<StateDir, String> {
+        StateDir::open(&default_dir().ok_or("no home directory for the host's state")?)
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The contents of the file `name`, when its tag proves the host wrote
+    /// them; `None` for a missing, unreadable or altered file.
+    pub fn read(&self, name: &str) -> Option<Vec<u8>> {
+        self.with_verified(name, <[u8]>::to_vec)
+    }
+
+    /// Calls `use_file` with the path of the file `name` once its tag proves
+    /// the host wrote it, for a reader that maps the file itself (wasmtime's
+    /// `deserialize_file`: no copy of a compiled component). The tag sits at
+    /// the file's end, so the contents start at offset 0 as such a reader
+    /// expects, and the reader must ignore trailing bytes.
+    pub fn with_verified_file<T>(&self, name: &str, use_file: impl FnOnce(&Path) -> T) -> Option<T> {
+        self.with_verified(name, |_| ())?;
+        Some(use_file(&self.dir.join(name)))
+    }
+
+    /// Calls `use_contents` on the contents of the file `name`, when its tag
+    /// proves the host wrote them, without copying them first: the file is
+    /// mapped, verified and used from the one mapping (a compiled component
+    /// is several megabytes, and the caller copies it once anyway).
+    pub fn with_verified<T>(&self, name: &str, use_contents: impl FnOnce(&[u8]) -> T) -> Option<T> {
+        let file = std::fs::File::options()
+            .read(true)
+            .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+            .open(self.dir.join(name))
+            .ok()?;
+        let meta = file.metadata().ok()?;
+        let len = usize::try_from(meta.len()).ok()?;
+        if !meta.is_file() || len < TAG_LEN {
+            return None;
+        }
+        let mapping = Mapping::of(&file, len)?;
+        let bytes = mapping.bytes();
+        let (contents, tag) = bytes.split_at(len - TAG_LEN);
+        constant_time_eq(tag, &self.tag(name, contents)).then(|| use_contents(contents))
+    }
+
+    /// Writes `contents` as the file `name`, sealed, through a fresh private
+    /// temporary file, so a reader never sees half a file and no planted
+    /// link is followed.
+    pub fn write(&self, name: &str, contents: &[u8]) -> std::io::Result<()> {
+        let tmp = self.dir.join(format!(".{name}.{}.tmp", crate::secret::token()));
+        let written = create_exclusive(&tmp).and_then(|mut file| {
+            file.write_all(contents)?;
+            file.write_all(&self.tag(name, contents))
+        });
+        written
+            .and_then(|()| std::fs::rename(&tmp, self.dir.join(name)))
+            .inspect_err(|_| {
+                let _ = std::fs::remove_file(&tmp);
+            })
+    }
+
+    fn tag(&self, name: &str, contents: &[u8]) -> [u8; TAG_LEN] {
+        let mut hasher = blake3::Hasher::new_keyed(&self.key);
+        hasher.update(&(name.len() as u64).to_le_bytes());
+        hasher.update(name.as_bytes());
+        hasher.update(contents);
+        *hasher.finalize().as_bytes()
+    }
+}
+
+/// A file mapped read-only and private, unmapped on drop.
+struct Mapping {
+    at: std::ptr::NonNull<std::ffi::c_void>,
+    len: usize,
+}
+
+impl Mapping {
+    fn of(file: &std::fs::File, len: usize) -> Option<Mapping> {
+        use nix::sys::mman::{MapFlags, ProtFlags, mmap};
+        // SAFETY: a fresh read-only private mapping of a regular file, of its
+        // length, that nothing else aliases; it lives until `drop`.
+        let at = unsafe {
+            mmap(
+                None,
+                std::num::NonZeroUsize::new(len)?,
+                ProtFlags::PROT_READ,
+                MapFlags::MAP_PRIVATE,
+                file,
+                0,
+            )
+        }
+        .ok()?;
+        Some(Mapping { at, len })
+    }
+
+    fn bytes(&self) -> &[u8] {
+        // SAFETY: `at` maps `len` readable bytes for as long as `self` lives.
+        unsafe { std::slice::from_raw_parts(self.at.as_ptr().cast::<u8>(), self.len) }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the mapping `of` made; no slice outlives it.
+        let _ = unsafe { nix::sys::mman::munmap(self.at, self.len) };
+    }
+}
+
+/// Creates `path` for writing: a new file (never an existing one, never
+/// through a link), readable by its owner only.
+pub fn create_exclusive(path: &Path) -> std::io::Result<std::fs::File> {
+    std::fs::File::options()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+}
+
+/// The key at `path`, made now if there is none.
+fn read_key(path: &Path) -> Result<[u8; 32], String> {
+    match std::fs::File::options()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW)
+        .open(path)
+    {
+        Ok(mut file) => {
+            let meta = file.metadata().map_err(|e| e.to_string())?;
+            if !meta.is_file() || !owned_and_private(&meta, 0o077) {
+                return Err("has a key that is not the user's own private file".into());
+            }
+            let mut key = [0u8; 32];
+            std::io::Read::read_exact(&mut file, &mut key).map_err(|_| "has a damaged key file".to_string())?;
+            Ok(key)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let mut key = [0u8; 32];
+            getrandom::fill(&mut key).map_err(|e| e.to_string())?;
+            // Another process may be making it at the same moment: the file
+            // that won is the key.
+            match create_exclusive(path) {
+                Ok(mut file) => {
+                    file.write_all(&key).map_err(|e| e.to_string())?;
+                    Ok(key)
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read_key(path),
+                Err(e) => Err(format!("cannot keep a key: {e}")),
+            }
+        }
+        Err(e) => Err(format!("has a key that cannot be opened: {e}")),
+    }
+}
+
+/// Whether `meta` is the effective user's and no bit of `forbidden` is set.
+fn owned_and_private(meta: &std::fs::Metadata, forbidden: u32) -> bool {
+    meta.uid() == nix::unistd::geteuid().as_raw() && meta.mode() & forbidden == 0
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sealed_files_read_back_and_any_change_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::open(&dir.path().join("state")).unwrap();
+        state.write("a", b"hello").unwrap();
+        assert_eq!(state.read("a").as_deref(), Some(&b"hello"[..]));
+        // Altered contents, a copy under another name, a foreign key: refused.
+        let path = state.dir().join("a");
+        let mut bytes = std::fs::read(&path).unwrap();
+        *bytes.last_mut().unwrap() ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        assert_eq!(state.read("a"), None);
+        state.write("a", b"hello").unwrap();
+        std::fs::copy(&path, state.dir().join("b")).unwrap();
+        assert_eq!(state.read("b"), None);
+        let other = StateDir::open(&dir.path().join("other")).unwrap();
+        std::fs::copy(&path, other.dir().join("a")).unwrap();
+        assert_eq!(other.read("a"), None);
+        // The same directory opened again has the same key.
+        assert_eq!(
+            StateDir::open(state.dir()).unwrap().read("a").as_deref(),
+            Some(&b"hello"[..])
+        );
+        let mode = std::fs::metadata(state.dir().join(KEY_FILE)).unwrap().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    #[test]
+    fn a_directory_others_may_write_or_a_link_is_refused() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let open = dir.path().join("open");
+        std::fs::create_dir(&open).unwrap();
+        std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(StateDir::open(&open).unwrap_err().contains("others may write"));
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(dir.path(), &link).unwrap();
+        assert!(StateDir::open(&link).unwrap_err().contains("not a directory"));
+        // A planted link at a temporary or key name is never followed.
+        let fresh = dir.path().join("fresh");
+        std::fs::create_dir(&fresh).unwrap();
+        std::fs::set_permissions(&fresh, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "untouched").unwrap();
+        std::os::unix::fs::symlink(&victim, fresh.join(KEY_FILE)).unwrap();
+        assert!(StateDir::open(&fresh).is_err());
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+    }
+}

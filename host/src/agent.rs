@@ -20,6 +20,8 @@ pub struct AgentTools {
     sets: Vec<Arc<dyn Toolset>>,
     index: HashMap<String, usize>,
     audit: Option<Arc<crate::audit::AuditLog>>,
+    /// The project root (the approval gate's protected paths live under it).
+    root: std::path::PathBuf,
 }
 
 /// Grants every third-party toolset has without asking: read the root, keep
@@ -71,9 +73,15 @@ impl AgentTools {
                 sets,
                 index,
                 audit: None,
+                root: root.to_path_buf(),
             },
             warnings,
         ))
+    }
+
+    /// The project root.
+    pub fn root(&self) -> &Path {
+        &self.root
     }
 
     /// Appends a line per call to `log`.

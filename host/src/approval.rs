@@ -12,6 +12,7 @@
 use crate::caps::ui::{Approval as Answer, ApprovalRequest, Ui};
 use crate::session::Session;
 use crate::toolset::{Approval, ToolSpec, Toolset};
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 /// What the model reads when nobody can approve a gated call.
@@ -49,8 +50,16 @@ impl Decision {
     }
 }
 
+/// Directories under the root whose files change what runs outside any
+/// sandbox: git runs hooks and `core.fsmonitor` from `.git`, and iota-host
+/// reads its project config from `.iota`.
+pub const PROTECTED_DIRS: [&str; 2] = [".git", ".iota"];
+
 /// Decides whether one call runs. `header` is shown in the question; the
-/// writer's diff comes from the toolset's `preview`, computed read-only.
+/// writer's diff comes from the toolset's `preview`, computed read-only. A
+/// call of a tool that may write, whose `path` lands in a [`PROTECTED_DIRS`]
+/// directory of `root`, is asked about every time: no auto-approve option
+/// and no "allow for this session" covers it.
 pub fn gate(
     set: &Arc<dyn Toolset>,
     spec: &ToolSpec,
@@ -58,12 +67,14 @@ pub fn gate(
     ui: &Arc<dyn Ui>,
     args: &str,
     header: &str,
+    root: &Path,
 ) -> Decision {
-    if set.approval(&spec.name, args) == Approval::Never {
+    let protected = !spec.read_only && writes_protected(root, args);
+    if !protected && set.approval(&spec.name, args) == Approval::Never {
         return Decision::NotNeeded;
     }
     let scope = set.session_scope(&spec.name, args);
-    if session.is_approved(set.name(), &scope) {
+    if !protected && session.is_approved(set.name(), &scope) {
         return Decision::SessionAllowed;
     }
     if !ui.interactive() {
@@ -77,10 +88,86 @@ pub fn gate(
     };
     match ui.approve(&request) {
         Answer::Once => Decision::Allowed { for_session: false },
+        Answer::Session if protected => Decision::Allowed { for_session: false },
         Answer::Session => {
             session.approve(set.name(), &scope);
             Decision::Allowed { for_session: true }
         }
         Answer::Deny => Decision::Refused(denied(&spec.name)),
+    }
+}
+
+/// Whether the call's `path` argument lands in a protected directory of
+/// `root`: resolved as the file tools resolve it (relative to the root), `..`
+/// folded, and every link in the part that exists followed, so neither
+/// `a/../.git/hooks/x` nor a link to `.git` gets past.
+pub fn writes_protected(root: &Path, args: &str) -> bool {
+    let Some(path) = serde_json::from_str::<serde_json::Value>(args)
+        .ok()
+        .and_then(|v| v.get("path").and_then(|p| p.as_str()).map(str::to_string))
+    else {
+        return false;
+    };
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let target = resolve(&root.join(path));
+    PROTECTED_DIRS.iter().any(|dir| target.starts_with(root.join(dir)))
+}
+
+/// `path` with `.` and `..` folded and the links of its longest existing
+/// prefix followed.
+fn resolve(path: &Path) -> PathBuf {
+    let mut folded = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                folded.pop();
+            }
+            Component::CurDir => {}
+            other => folded.push(other),
+        }
+    }
+    let mut existing = folded.as_path();
+    let mut rest = Vec::new();
+    while std::fs::symlink_metadata(existing).is_err() {
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                existing = parent;
+            }
+            _ => return folded,
+        }
+    }
+    let mut resolved = std::fs::canonicalize(existing).unwrap_or_else(|_| existing.to_path_buf());
+    resolved.extend(rest.iter().rev());
+    resolved
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_into_git_or_iota_are_found_however_spelled() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::os::unix::fs::symlink(root.join(".git"), root.join("g")).unwrap();
+        let args = |path: &str| serde_json::json!({ "path": path }).to_string();
+        for protected in [
+            ".git/hooks/pre-commit",
+            "./.git/config",
+            "src/../.git/hooks/x",
+            "g/hooks/pre-commit",
+            ".iota/config.yaml",
+            ".iota",
+            &format!("{}/.iota/config.yaml", root.display()),
+        ] {
+            assert!(writes_protected(&root, &args(protected)), "{protected}");
+        }
+        for plain in ["src/a.rs", ".gitignore", ".iotarc", "git/x", "src/.git-notes"] {
+            assert!(!writes_protected(&root, &args(plain)), "{plain}");
+        }
+        assert!(!writes_protected(&root, "{}"));
     }
 }

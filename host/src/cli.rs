@@ -167,7 +167,7 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
             .map_err(UsageError)?;
         tools = tools.with_audit(log);
     }
-    for warning in &warnings {
+    for warning in config.warnings.iter().chain(&warnings) {
         eprintln!("iota-host: warning: {warning}");
     }
 

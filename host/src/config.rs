@@ -6,6 +6,15 @@
 //! decode is a startup warning (`toolset "NAME": … (ignored)`) and the set is
 //! left out. Per-set keys of the Wasm sets are decoded by the component itself
 //! (its `describe`), so each set's rules live with the set.
+//!
+//! Where the config comes from decides how far it is believed. `--config`,
+//! `$IOTA_CONFIG` and `~/.iota/config.yaml` are the user's own. A config found
+//! in the project (`./.iota/config.yaml`) is untrusted input — a model with
+//! a write tool, or a cloned repository, may have written it — so it may
+//! restrict but never loosen: [`restrict`] drops every key that would widen
+//! what runs without asking or outside the sandbox, with one warning naming
+//! them, unless the user's own `~/.iota/config.yaml` lists the project under
+//! `trusted_projects:`.
 
 use anyhow::{Context as _, Result, bail};
 use iota_toolset::config::{YAML11_FALSE, YAML11_TRUE};
@@ -31,6 +40,11 @@ pub struct Config {
     pub toolsets: BTreeMap<String, ToolsetDecl>,
     /// `audit:`: where to append one JSON line per call.
     pub audit: Option<PathBuf>,
+    /// `trusted_projects:`: project directories whose own config is believed
+    /// in full (only meaningful in the user's own config).
+    pub trusted_projects: Vec<PathBuf>,
+    /// What loading it left out, for the startup warnings.
+    pub warnings: Vec<String>,
 }
 
 /// One entry under `agents:`.
@@ -145,7 +159,8 @@ pub enum SetValue {
 
 impl Config {
     /// Reads the config: `explicit` when given, else `$IOTA_CONFIG`, else
-    /// `./.iota/config.yaml`, else the embedded default.
+    /// `./.iota/config.yaml` (restricted unless trusted), else
+    /// `~/.iota/config.yaml`, else the embedded default.
     pub fn discover(explicit: Option<&Path>) -> Result<Config> {
         Config::discover_from(explicit, true)
     }
@@ -154,28 +169,67 @@ impl Config {
     /// `project` (a process a model's command line started reads no config
     /// from the project it may have written).
     pub fn discover_from(explicit: Option<&Path>, project: bool) -> Result<Config> {
-        let path = explicit
-            .map(Path::to_path_buf)
-            .or_else(|| {
-                std::env::var_os("IOTA_CONFIG")
-                    .filter(|v| !v.is_empty())
-                    .map(PathBuf::from)
-            })
-            .or_else(|| Some(PathBuf::from(".iota/config.yaml")).filter(|p| project && p.is_file()));
-        match path {
-            Some(path) => {
-                let text =
-                    std::fs::read_to_string(&path).with_context(|| format!("cannot read config {}", path.display()))?;
-                let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-                let base = if base.as_os_str().is_empty() {
-                    PathBuf::from(".")
-                } else {
-                    base
-                };
-                Config::parse(&text, &path.display().to_string(), &base)
-            }
+        let user = explicit.map(Path::to_path_buf).or_else(|| {
+            std::env::var_os("IOTA_CONFIG")
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        });
+        if let Some(path) = user {
+            return Config::load(&path, Trust::Full);
+        }
+        let project_config = PathBuf::from(".iota/config.yaml");
+        let home_config = home_config();
+        if project && project_config.is_file() {
+            let trusted = home_config
+                .as_deref()
+                .filter(|p| p.is_file())
+                .and_then(|p| Config::load(p, Trust::Full).ok())
+                .is_some_and(|user| user.trusts(Path::new(".")));
+            return Config::load(&project_config, if trusted { Trust::Full } else { Trust::Project });
+        }
+        match home_config.filter(|p| p.is_file()) {
+            Some(path) => Config::load(&path, Trust::Full),
             None => Config::parse(EMBEDDED_DEFAULT, "(embedded default)", Path::new(".")),
         }
+    }
+
+    /// Reads the config file at `path`, believed as far as `trust` says.
+    fn load(path: &Path, trust: Trust) -> Result<Config> {
+        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read config {}", path.display()))?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let base = if base.as_os_str().is_empty() {
+            PathBuf::from(".")
+        } else {
+            base
+        };
+        let origin = path.display().to_string();
+        if trust == Trust::Full {
+            return Config::parse(&text, &origin, &base);
+        }
+        let mut doc: Value =
+            serde_yaml::from_str(&text).with_context(|| format!("config {origin} is not valid YAML"))?;
+        let ignored = restrict(&mut doc);
+        let text = serde_yaml::to_string(&doc).unwrap_or_default();
+        let mut config = Config::parse(&text, &origin, &base)?;
+        if !ignored.is_empty() {
+            let project = std::fs::canonicalize(".").unwrap_or_else(|_| PathBuf::from("."));
+            config.warnings.push(format!(
+                "{origin} is the project's own config, which may restrict but not loosen what runs: ignored {}; to trust this project, list it in ~/.iota/config.yaml under trusted_projects: [{}]",
+                ignored.join(", "),
+                project.display()
+            ));
+        }
+        Ok(config)
+    }
+
+    /// Whether `project` is listed under `trusted_projects:`.
+    pub fn trusts(&self, project: &Path) -> bool {
+        let Ok(project) = std::fs::canonicalize(project) else {
+            return false;
+        };
+        self.trusted_projects
+            .iter()
+            .any(|p| std::fs::canonicalize(p).is_ok_and(|p| p == project))
     }
 
     /// Parses config text; `base` resolves relative toolset paths.
@@ -186,6 +240,7 @@ impl Config {
             Value::Null => Default::default(),
             _ => bail!("config {origin}: the top level must be a mapping with an agents: key"),
         };
+        let mut trusted_projects = Vec::new();
         let mut agents = Vec::new();
         let mut toolsets = BTreeMap::new();
         let mut audit = None;
@@ -199,8 +254,22 @@ impl Config {
                         .with_context(|| format!("config {origin}: audit: must be a file path"))?;
                     audit = Some(base.join(path));
                 }
+                Some("trusted_projects") => {
+                    let paths: Vec<String> = serde_yaml::from_value(value)
+                        .with_context(|| format!("config {origin}: trusted_projects: must be a list of paths"))?;
+                    let home = std::env::var_os("HOME").map(PathBuf::from);
+                    trusted_projects = paths
+                        .iter()
+                        .map(|p| match (p.strip_prefix("~/"), &home) {
+                            (Some(rest), Some(home)) => home.join(rest),
+                            _ => base.join(p),
+                        })
+                        .collect();
+                }
                 Some(other) => {
-                    bail!("config {origin}: unknown top-level key {other:?} (expected agents, toolsets, audit)")
+                    bail!(
+                        "config {origin}: unknown top-level key {other:?} (expected agents, toolsets, audit, trusted_projects)"
+                    )
                 }
                 None => bail!("config {origin}: top-level keys must be strings"),
             }
@@ -210,6 +279,8 @@ impl Config {
             agents,
             toolsets,
             audit,
+            trusted_projects,
+            warnings: Vec::new(),
         };
         for agent in &config.agents {
             for (set, _) in &agent.tools {
@@ -465,6 +536,85 @@ fn parse_limits(value: Value) -> Result<Limits> {
         }
     }
     Ok(limits)
+}
+
+/// How far a config file is believed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Trust {
+    /// The user's own, or a project the user trusts.
+    Full,
+    /// A project's own: restrictions only.
+    Project,
+}
+
+/// `~/.iota/config.yaml`.
+fn home_config() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| PathBuf::from(h).join(".iota").join("config.yaml"))
+}
+
+/// Removes from a project's config every key that would loosen what runs
+/// without asking or outside the sandbox; returns their dotted names. What
+/// stays can only restrict: disabling sets, `read_only`, `sandbox: auto`,
+/// a lower `max_processes`, fewer agents.
+pub fn restrict(doc: &mut Value) -> Vec<String> {
+    let mut ignored = Vec::new();
+    let Value::Mapping(top) = doc else {
+        return ignored;
+    };
+    // Where components come from and what they are granted, where calls are
+    // logged, which projects are trusted: the user's to say.
+    for key in ["toolsets", "audit", "trusted_projects"] {
+        if top.remove(key).is_some() {
+            ignored.push(key.to_string());
+        }
+    }
+    let is_off = |v: &Value| match v {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::String(s) => YAML11_FALSE.contains(&s.as_str()),
+        _ => false,
+    };
+    let Some(Value::Mapping(agents)) = top.get_mut("agents") else {
+        return ignored;
+    };
+    for (agent, value) in agents.iter_mut() {
+        let agent = agent.as_str().unwrap_or("?").to_string();
+        let Some(Value::Mapping(tools)) = value.get_mut("tools") else {
+            continue;
+        };
+        // Sets it would declare under toolsets: are not loaded at all.
+        let undeclared: Vec<Value> = tools
+            .keys()
+            .filter(|k| !k.as_str().is_some_and(|k| BUILTIN_SETS.contains(&k)))
+            .cloned()
+            .collect();
+        for key in undeclared {
+            tools.remove(&key);
+            ignored.push(format!("agents.{agent}.tools.{}", key.as_str().unwrap_or("?")));
+        }
+        let mut drop = |set: &str, key: &str, loosens: &dyn Fn(&Value) -> bool| {
+            if let Some(Value::Mapping(values)) = tools.get_mut(set)
+                && values.get(key).is_some_and(loosens)
+            {
+                values.remove(key);
+                ignored.push(format!("agents.{agent}.tools.{set}.{key}"));
+            }
+        };
+        drop("shell", "sandbox", &|v| v.as_str() == Some("off"));
+        drop("shell", "auto_run", &|v| !is_off(v));
+        drop("shell", "network", &|v| !is_off(v));
+        drop("shell", "write", &|v| {
+            !matches!(v, Value::Null) && v.as_sequence().is_none_or(|s| !s.is_empty())
+        });
+        drop("shell", "env", &|_| true);
+        drop("shell", "max_processes", &|v| {
+            v.as_u64().is_none_or(|n| n > crate::shell::processes::DEFAULT_MAX)
+        });
+        drop("code", "auto_write", &|v| !is_off(v));
+    }
+    ignored
 }
 
 #[cfg(test)]

@@ -57,7 +57,7 @@ impl AgentTools {
         let header = set
             .header(&call.tool, &call.args)
             .unwrap_or_else(|| header_guess(&call.tool, &call.args));
-        let decision = approval::gate(set, spec, session, ui, &call.args, &header);
+        let decision = approval::gate(set, spec, session, ui, &call.args, &header, self.root());
         let result = match &decision {
             Decision::Refused(text) => ToolResult {
                 text: text.clone(),

@@ -345,3 +345,48 @@ fn a_reused_instance_slot_keeps_nothing_of_the_last_call() {
         support::assert_ok(&host.call("peek", json!({})), "run found: false, static set: false");
     }
 }
+
+/// A component with only the default grants cannot make the host read a
+/// huge file: whatever size it allows (here `u64::MAX`, which once
+/// overflowed), a file over 20 MB is answered "too large" without being read,
+/// and the host's peak memory stays small.
+#[test]
+fn bulk_reads_are_bounded_by_the_host_whatever_the_component_allows() {
+    // (The fixture imports `process` and `workers` too, so they are granted
+    // for it to load at all; reading in bulk needs only the default grants.)
+    let p = hostile("process, parallel");
+    let huge = std::fs::File::create(p.path("huge.bin")).unwrap();
+    huge.set_len(5 << 30).unwrap();
+    std::fs::write(p.path("big.bin"), vec![b'b'; 30 << 20]).unwrap();
+    std::fs::write(p.path("ok.bin"), vec![b'o'; 1 << 20]).unwrap();
+    let paths: Vec<String> = ["huge.bin", "big.bin", "ok.bin"]
+        .iter()
+        .map(|f| p.path(f).display().to_string())
+        .collect();
+    let args = json!({"paths": paths, "max": u64::MAX}).to_string();
+    let child = p
+        .command()
+        .args(["call", "bulk", &args])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let mut stdout = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.unwrap(), &mut stdout).unwrap();
+    // This child's own peak, not any other test's: wait4 on its pid.
+    let mut status = 0;
+    // SAFETY: plain out-parameters for wait4 on our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+    assert_eq!(
+        stdout,
+        format!(
+            "too large: {}\ntoo large: {}\ndata: {} bytes: ooooo…ooooo\n",
+            5u64 << 30,
+            30 << 20,
+            1 << 20
+        )
+    );
+    let peak_mib = usage.ru_maxrss / 1024;
+    assert!(peak_mib < 256, "host peak RSS {peak_mib} MiB");
+}

@@ -25,6 +25,22 @@ pub const BULK_BUDGET: u64 = 256 << 10;
 /// a few milliseconds of reading.
 pub const SCAN_BUDGET: u64 = 8 << 20;
 
+/// Bytes of one file a call of `iota:toolset/files` brings into the host at
+/// most, whatever size the component allows (and never more than the set's
+/// memory limit): a host call cannot be interrupted, so a component holding
+/// only the default grants must not be able to make it read gigabytes.
+pub const MAX_FILE_BYTES: u64 = 20 << 20;
+
+/// Entries one `list-dir` answer holds at most; a larger directory is
+/// refused rather than listed in part.
+pub const MAX_DIR_ENTRIES: usize = 1 << 20;
+
+/// The most of one file the host reads for a component that allows
+/// `asked` bytes and may use `memory` bytes.
+fn file_cap(asked: u64, memory: usize) -> u64 {
+    asked.min(MAX_FILE_BYTES).min(u64::try_from(memory).unwrap_or(u64::MAX))
+}
+
 /// What a call may do to the project root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FsAccess {
@@ -133,7 +149,8 @@ pub fn preopen(
 impl Host for CallState {
     fn read_files(&mut self, paths: Vec<String>, max_size: u64) -> Vec<Content> {
         // Without needles every answer is `Some`.
-        read_answer(&self.bulk.roots, paths, max_size, None)
+        let cap = file_cap(max_size, self.limiter.max);
+        read_answer(&self.bulk.roots, paths, cap, None)
             .into_iter()
             .flatten()
             .collect()
@@ -146,14 +163,16 @@ impl Host for CallState {
         needles: Vec<Vec<u8>>,
         fold_case: bool,
     ) -> Vec<Option<Content>> {
+        let cap = file_cap(max_size, self.limiter.max);
         let Bulk { roots, needles: last } = &mut self.bulk;
-        read_answer(roots, paths, max_size, Needles::cached(last, needles, fold_case))
+        read_answer(roots, paths, cap, Needles::cached(last, needles, fold_case))
     }
 
     fn read_head(&mut self, path: String, max_size: u64) -> Result<FileHead, HeadError> {
         let (file, meta) = open_regular(&self.bulk.roots, Path::new(&path))?;
-        let mut data = Vec::with_capacity(meta.len().min(max_size) as usize);
-        file.take(max_size)
+        let cap = file_cap(max_size, self.limiter.max);
+        let mut data = Vec::with_capacity(meta.len().min(cap) as usize);
+        file.take(cap)
             .read_to_end(&mut data)
             .map_err(|e| HeadError::Other(plain(&e)))?;
         Ok(FileHead {
@@ -171,8 +190,9 @@ impl Host for CallState {
             relative
         };
         let entries = cap_primitives::fs::read_dir(&root.dir, relative).map_err(|e| e.to_string())?;
-        Ok(entries
+        let listed: Vec<Entry> = entries
             .filter_map(Result::ok)
+            .take(MAX_DIR_ENTRIES + 1)
             .map(|entry| {
                 let kind = match entry.file_type() {
                     Ok(t) if t.is_symlink() => Kind::Symlink,
@@ -185,7 +205,11 @@ impl Host for CallState {
                     kind,
                 }
             })
-            .collect())
+            .collect();
+        if listed.len() > MAX_DIR_ENTRIES {
+            return Err(format!("more than {MAX_DIR_ENTRIES} entries"));
+        }
+        Ok(listed)
     }
 }
 
@@ -228,7 +252,8 @@ fn beneath<'a>(roots: &'a [BulkRoot], path: &'a Path) -> Option<(&'a BulkRoot, &
         .find_map(|r| path.strip_prefix(&r.at).ok().map(|rel| (r, rel)))
 }
 
-/// One file, whole, through the preopen it lies in.
+/// One file, whole, through the preopen it lies in; `max_size` is already
+/// capped ([`file_cap`]), so `max_size + 1` cannot overflow.
 fn read_whole(roots: &[BulkRoot], path: &Path, max_size: u64) -> Content {
     let (mut file, meta) = match open_regular(roots, path) {
         Ok(opened) => opened,
@@ -240,7 +265,7 @@ fn read_whole(roots: &[BulkRoot], path: &Path, max_size: u64) -> Content {
     // Exactly the size stat gave (plus one byte to see growth); a file that
     // grew past the limit since is too large, as a fresh stat would say.
     let mut data = Vec::with_capacity(meta.len() as usize + 1);
-    match (&mut file).take(max_size + 1).read_to_end(&mut data) {
+    match (&mut file).take(max_size.saturating_add(1)).read_to_end(&mut data) {
         Ok(_) if data.len() as u64 > max_size => Content::TooLarge(data.len() as u64),
         Ok(_) => Content::Data(data),
         Err(e) => Content::Unreadable(plain(&e)),
@@ -294,6 +319,13 @@ fn unreadable(why: HeadError) -> Content {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_components_size_limit_is_capped_by_the_host() {
+        assert_eq!(file_cap(u64::MAX, usize::MAX), MAX_FILE_BYTES);
+        assert_eq!(file_cap(100, usize::MAX), 100);
+        assert_eq!(file_cap(u64::MAX, 1 << 20), 1 << 20);
+    }
 
     fn keeps(bulk: &mut Bulk, needles: &[&str], fold_case: bool, haystack: &str) -> Option<bool> {
         let needles = needles.iter().map(|n| n.as_bytes().to_vec()).collect();

@@ -162,6 +162,87 @@ fn the_audit_log_has_one_redacted_line_per_call() {
     assert!(!std::fs::read_to_string(&log).unwrap().contains("s3cr3t"));
 }
 
+/// Secrets inside command lines and file contents are redacted by their
+/// shape; the log is the user's alone; a link planted at its path is not
+/// followed; a log inside the project root is refused.
+#[test]
+fn the_audit_log_redacts_secret_values_and_stays_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = Project::new().config(
+        "agents:\n  a:\n    tools:\n      code: {auto_write: true}\n      shell: {sandbox: off, auto_run: true}\n",
+    );
+    let log = p.outside().join("audit.jsonl");
+    let secrets = [
+        "ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+        "sk-ant-api03-abcdefghijklmnopqrstuvwx",
+        "AKIAIOSFODNN7EXAMPLE",
+        "hunter2-db-password",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N",
+    ];
+    let command = format!(
+        "curl -s -H 'Authorization: Bearer {}' https://x.invalid/{} >/dev/null; true",
+        secrets[0], secrets[2]
+    );
+    let env_file = format!(
+        "ANTHROPIC_API_KEY={}\nDB_PASSWORD={}\nJWT={}\n",
+        secrets[1], secrets[3], secrets[4]
+    );
+    let out = p
+        .command()
+        .arg("--audit")
+        .arg(&log)
+        .args(["call", "shell"])
+        .arg(json!({ "command": command }).to_string())
+        .arg("write_file")
+        .arg(json!({"path": ".env", "content": env_file}).to_string())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert_eq!(text.lines().count(), 2);
+    for secret in secrets {
+        assert!(!text.contains(secret), "{secret} logged: {text}");
+    }
+    assert!(
+        text.contains("'Authorization: [redacted]'") && text.contains("DB_PASSWORD=[redacted]"),
+        "{text}"
+    );
+    assert_eq!(std::fs::metadata(&log).unwrap().permissions().mode() & 0o777, 0o600);
+    // A link planted where the log goes: refused, the victim untouched.
+    let victim = p.outside().join("victim");
+    std::fs::write(&victim, "untouched").unwrap();
+    let planted = p.outside().join("planted.jsonl");
+    std::os::unix::fs::symlink(&victim, &planted).unwrap();
+    let out = p
+        .command()
+        .arg("--audit")
+        .arg(&planted)
+        .args(["tools"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched");
+    // Inside the project root: refused, with why and what to do.
+    let inside = p.path("audit.jsonl");
+    let out = p
+        .command()
+        .arg("--audit")
+        .arg(&inside)
+        .args(["tools"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "iota-host: cannot open the audit log {}: it is inside the project root {}, where tools and sandboxed commands could rewrite it; put it outside the project (e.g. ~/.local/state/iota-host/audit.jsonl)\n",
+            inside.display(),
+            p.root().display()
+        )
+    );
+    assert!(!inside.exists());
+}
+
 /// Writes into `.git` or `.iota` ask every time, even under `auto_write` and
 /// after "allow for this session": a hook or a project config written there
 /// runs outside any sandbox later. However the path is spelled.

@@ -162,7 +162,7 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     };
     let (mut tools, warnings) = AgentTools::load(&engine, &config, agent, &root, &ui).map_err(UsageError)?;
     if let Some(path) = cli.audit.as_ref().or(config.audit.as_ref()) {
-        let log = crate::audit::AuditLog::open(path, &agent.name)
+        let log = crate::audit::AuditLog::open(path, &agent.name, &root)
             .with_context(|| format!("cannot open the audit log {}", path.display()))
             .map_err(UsageError)?;
         tools = tools.with_audit(log);

@@ -364,6 +364,8 @@ fn bulk_reads_are_bounded_by_the_host_whatever_the_component_allows() {
         .map(|f| p.path(f).display().to_string())
         .collect();
     let args = json!({"paths": paths, "max": u64::MAX}).to_string();
+    // Reaped below with wait4, which std's Child does not offer.
+    #[allow(clippy::zombie_processes)]
     let child = p
         .command()
         .args(["call", "bulk", &args])

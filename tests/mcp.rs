@@ -352,3 +352,46 @@ fn closing_the_connection_kills_its_jobs() {
         "the session's job died with it"
     );
 }
+
+/// What a client sends wrong is answered and the connection goes on:
+/// malformed JSON gets JSON-RPC's parse error, a message over the 4 MiB
+/// limit an error carrying its id (never held whole: 40 MiB here), and the
+/// next request is served as usual.
+#[test]
+fn malformed_and_oversized_messages_are_answered() {
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      code:\n");
+    let mut raw = Raw::start(&p);
+    raw.send("{this is not json");
+    assert_eq!(
+        raw.reply_null(),
+        serde_json::json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "Parse error"}})
+    );
+    let huge = format!(
+        r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"read_file","arguments":{{"path":"{}"}}}}}}"#,
+        "a".repeat(40 << 20)
+    );
+    raw.send(&huge);
+    assert_eq!(
+        raw.reply(7),
+        serde_json::json!({"jsonrpc": "2.0", "id": 7, "error": {"code": -32600, "message": "message too large: over 4194304 bytes (the limit of iota-host serve)"}})
+    );
+    raw.send(r#"{"jsonrpc":"2.0","id":8,"method":"tools/list"}"#);
+    assert_eq!(raw.reply(8)["result"]["tools"].as_array().unwrap().len(), 6);
+    assert!(raw.close().success());
+}
+
+impl Raw {
+    /// The next error reply that has no id (skipping other messages).
+    fn reply_null(&self) -> serde_json::Value {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .expect("a reply in time");
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if v["id"].is_null() && v.get("error").is_some() {
+                return v;
+            }
+        }
+    }
+}

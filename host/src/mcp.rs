@@ -17,6 +17,8 @@ use rmcp::service::{Peer, RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use std::sync::Arc;
 
+pub mod input;
+
 /// The set that only exists where somebody can answer.
 const ASK_SET: &str = "ask";
 
@@ -161,7 +163,9 @@ pub fn serve(tools: AgentTools, ui: Option<Arc<dyn Ui>>) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         let session = server.session.clone();
-        let running = server.serve(rmcp::transport::stdio()).await?;
+        let running = server
+            .serve(input::guarded(tokio::io::stdin(), tokio::io::stdout()))
+            .await?;
         // A finished job's notice also goes out at once, as a log message
         // (deprecated by SEP-2577 in the newest protocol, still what clients read).
         let (peer, runtime) = (running.peer().clone(), tokio::runtime::Handle::current());

@@ -7,8 +7,14 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use support::{BIN, Project, cache_dir};
 
-fn tmux(args: &[&str]) -> String {
-    let out = Command::new("tmux").args(args).output().expect("tmux runs");
+/// tmux on a server of the test's own (`-L`, named for its session), with no
+/// user configuration: never the user's server or their `.tmux.conf`.
+fn tmux(session: &str, args: &[&str]) -> String {
+    let out = Command::new("tmux")
+        .args(["-L", session, "-f", "/dev/null"])
+        .args(args)
+        .output()
+        .expect("tmux runs");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -16,7 +22,7 @@ fn tmux(args: &[&str]) -> String {
 fn wait_for(session: &str, text: &str) -> String {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
-        let screen = tmux(&["capture-pane", "-p", "-t", session]);
+        let screen = tmux(session, &["capture-pane", "-p", "-t", session]);
         if screen.contains(text) {
             return screen;
         }
@@ -44,8 +50,11 @@ fn a_two_question_choose_and_an_approval_answered_with_keys() {
         config = p.outside().join("config.yaml").display(),
         out = out.display(),
     );
-    let session = format!("iota-test-{}", std::process::id());
-    tmux(&["new-session", "-d", "-s", &session, "-x", "120", "-y", "40", &script]);
+    let session = format!("iota-test-{}-choose", std::process::id());
+    tmux(
+        &session,
+        &["new-session", "-d", "-s", &session, "-x", "120", "-y", "40", &script],
+    );
     let cleanup = scopeguard(&session);
 
     let screen = wait_for(&session, "Which extras?");
@@ -55,13 +64,19 @@ fn a_two_question_choose_and_an_approval_answered_with_keys() {
     assert!(screen.contains("  [ ] Docs — the README"), "{screen}");
     assert!(screen.contains("\n  Other…"), "{screen}");
     // Multi-select Tests and Bench; Tab to the second question; type an Other… answer.
-    tmux(&["send-keys", "-t", &session, "Space", "Down", "Down", "Space"]);
+    tmux(
+        &session,
+        &["send-keys", "-t", &session, "Space", "Down", "Down", "Space"],
+    );
     let screen = wait_for(&session, "> [x] Bench");
     assert!(screen.contains("  [x] Tests"), "{screen}");
-    tmux(&["send-keys", "-t", &session, "Tab", "Down", "Down", "z", "i", "g"]);
+    tmux(
+        &session,
+        &["send-keys", "-t", &session, "Tab", "Down", "Down", "z", "i", "g"],
+    );
     let screen = wait_for(&session, "> Other… zig");
     assert!(screen.contains(" Extras  [Language]"), "{screen}");
-    tmux(&["send-keys", "-t", &session, "Enter"]);
+    tmux(&session, &["send-keys", "-t", &session, "Enter"]);
     // The approval question shows the writer's diff and the three answers.
     let screen = wait_for(&session, "Allow write_file picked.txt");
     assert!(
@@ -72,7 +87,7 @@ fn a_two_question_choose_and_an_approval_answered_with_keys() {
         screen.contains("> Allow once\n  Allow for this session\n  Deny"),
         "{screen}"
     );
-    tmux(&["send-keys", "-t", &session, "Enter"]);
+    tmux(&session, &["send-keys", "-t", &session, "Enter"]);
 
     let deadline = Instant::now() + Duration::from_secs(30);
     while !std::fs::read_to_string(&out).unwrap_or_default().contains("EXIT=") {
@@ -97,8 +112,62 @@ fn scopeguard(session: &str) -> impl Drop + '_ {
     struct Kill<'a>(&'a str);
     impl Drop for Kill<'_> {
         fn drop(&mut self) {
-            let _ = Command::new("tmux").args(["kill-session", "-t", self.0]).output();
+            let _ = Command::new("tmux").args(["-L", self.0, "kill-server"]).output();
         }
     }
     Kill(session)
+}
+
+/// An approval question whose command line carries escape sequences (clear
+/// the line, move up, retitle the window) shows them as text: the screen
+/// keeps what was on it, and the user reads the command that would run.
+#[test]
+fn escape_sequences_in_an_approval_question_are_shown_inert() {
+    if !support::require(
+        "tmux (apt-get install tmux)",
+        Command::new("tmux").arg("-V").output().is_ok(),
+    ) {
+        return;
+    }
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      shell: {sandbox: off}\n");
+    let out = p.outside().join("out.json");
+    let args = p.outside().join("args.json");
+    // The line a model might send: after the real command, sequences that
+    // erase the prompt's line and draw a harmless-looking one in its place.
+    std::fs::write(
+        &args,
+        r#"{"command":"touch pwned \u001b[2K\u001b[1A\u001b[2K\u001b]0;title\u0007\rAllow shell ls -la"}"#,
+    )
+    .unwrap();
+    let script = format!(
+        "cd '{root}' && echo MARKER-BEFORE && NO_COLOR=1 IOTA_CACHE_DIR='{cache}' '{BIN}' --root . --config '{config}' call --json shell \"$(cat '{args}')\" > '{out}'; echo EXIT=$? >> '{out}'; sleep 60",
+        root = p.root().display(),
+        cache = cache_dir().display(),
+        config = p.outside().join("config.yaml").display(),
+        args = args.display(),
+        out = out.display(),
+    );
+    let session = format!("iota-test-{}-inert", std::process::id());
+    tmux(
+        &session,
+        &["new-session", "-d", "-s", &session, "-x", "160", "-y", "20", &script],
+    );
+    let cleanup = scopeguard(&session);
+    let screen = wait_for(&session, "Allow shell touch pwned");
+    assert!(
+        screen.contains("Allow shell touch pwned ^[[2K^[[1A^[[2K^[]0;title^G^MAllow shell ls -la"),
+        "{screen}"
+    );
+    assert!(screen.contains("MARKER-BEFORE"), "nothing above was erased: {screen}");
+    // Deny: Down twice, Enter.
+    tmux(&session, &["send-keys", "-t", &session, "Down", "Down", "Enter"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_to_string(&out).unwrap_or_default().contains("EXIT=") {
+        assert!(Instant::now() < deadline, "iota-host did not finish");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("shell was not executed: the user denied it."), "{text}");
+    assert!(!p.path("pwned").exists());
+    drop(cleanup);
 }

@@ -304,6 +304,7 @@ fn print_tools(tools: &AgentTools, json: bool) {
 fn print_outcomes(outcomes: &[Outcome], json: bool) {
     let mut out = std::io::stdout().lock();
     let stderr_terminal = std::io::stderr().is_terminal();
+    let stdout_terminal = std::io::stdout().is_terminal();
     for outcome in outcomes {
         let result = &outcome.result;
         if json {
@@ -320,10 +321,16 @@ fn print_outcomes(outcomes: &[Outcome], json: bool) {
         if stderr_terminal {
             eprintln!("{}", present::header(&result.header, present::colour(true)));
             if let Some(diff) = &result.diff {
-                eprintln!("{diff}");
+                eprintln!("{}", present::inert(diff));
             }
         }
-        let _ = out.write_all(result.text.as_bytes());
+        // On a terminal the reader is a person, not the model.
+        let text = if stdout_terminal {
+            present::inert(&result.text)
+        } else {
+            result.text.as_str().into()
+        };
+        let _ = out.write_all(text.as_bytes());
         if !result.text.ends_with('\n') {
             let _ = out.write_all(b"\n");
         }
@@ -333,10 +340,13 @@ fn print_outcomes(outcomes: &[Outcome], json: bool) {
 
 /// Background-job notices: text, or one `{"notice": "..."}` object each.
 fn print_notices(notices: &[String], json: bool) {
+    let terminal = std::io::stdout().is_terminal();
     let mut out = std::io::stdout().lock();
     for notice in notices {
         if json {
             let _ = writeln!(out, "{}", serde_json::json!({ "notice": notice }));
+        } else if terminal {
+            let _ = writeln!(out, "{}", present::inert(notice));
         } else {
             let _ = writeln!(out, "{notice}");
         }

@@ -3,6 +3,7 @@
 
 use super::{Approval, ApprovalRequest, Ui};
 use crate::caps::bindings::iota::toolset::ui::{Answer, Question};
+use crate::present::inert;
 use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use crossterm::style::Stylize;
 use crossterm::{cursor, execute, terminal};
@@ -59,7 +60,7 @@ fn select(options: &[String], multiple: bool) -> Option<Vec<usize>> {
             } else {
                 ""
             };
-            let line = format!("{mark}{option}");
+            let line = format!("{mark}{}", inert(option));
             let line = if i == at {
                 format!("> {}", line.cyan().bold())
             } else {
@@ -152,15 +153,15 @@ impl<'a> Surface<'a> {
             .map(|(i, q)| {
                 // Brackets mark the current tab even where colour is off.
                 if i == self.tab {
-                    format!("{}", format!("[{}]", q.header).reverse().bold())
+                    format!("{}", format!("[{}]", inert(&q.header)).reverse().bold())
                 } else {
-                    format!("{}", format!(" {} ", q.header).dim())
+                    format!("{}", format!(" {} ", inert(&q.header)).dim())
                 }
             })
             .collect();
         lines.push(tabs.join(" "));
         let q = &self.questions[self.tab];
-        lines.push(q.question.clone().bold().to_string());
+        lines.push(inert(&q.question).into_owned().bold().to_string());
         for (i, choice) in q.choices.iter().enumerate() {
             let mark = match (q.multiple, self.picked[self.tab][i]) {
                 (true, true) => "[x]",
@@ -169,8 +170,8 @@ impl<'a> Surface<'a> {
                 (false, false) => "( )",
             };
             let text = match &choice.description {
-                Some(d) => format!("{mark} {} — {}", choice.label, d.as_str().dim()),
-                None => format!("{mark} {}", choice.label),
+                Some(d) => format!("{mark} {} — {}", inert(&choice.label), inert(d).into_owned().dim()),
+                None => format!("{mark} {}", inert(&choice.label)),
             };
             lines.push(if self.cursor[self.tab] == i {
                 format!("> {}", text.cyan())
@@ -179,7 +180,7 @@ impl<'a> Surface<'a> {
             });
         }
         if q.allow_custom {
-            let text = format!("Other… {}", self.custom[self.tab]);
+            let text = format!("Other… {}", inert(&self.custom[self.tab]));
             lines.push(if self.on_other() {
                 format!("> {}", text.cyan())
             } else {
@@ -270,9 +271,9 @@ impl Ui for TerminalUi {
     fn approve(&self, request: &ApprovalRequest<'_>) -> Approval {
         let _one = self.lock.lock().unwrap();
         if let Some(diff) = request.diff {
-            eprintln!("{diff}");
+            eprintln!("{}", inert(diff));
         }
-        eprintln!("{} {}", "Allow".bold(), request.header.cyan());
+        eprintln!("{} {}", "Allow".bold(), inert(request.header).into_owned().cyan());
         let options = ["Allow once", "Allow for this session", "Deny"].map(String::from);
         match select(&options, false).as_deref() {
             Some([0]) => Approval::Once,
@@ -289,7 +290,7 @@ impl Ui for TerminalUi {
 
     fn confirm(&self, question: &str, yes_label: &str, no_label: &str) -> Option<bool> {
         let _one = self.lock.lock().unwrap();
-        eprintln!("{}", question.bold());
+        eprintln!("{}", inert(question).into_owned().bold());
         match select(&[yes_label.to_string(), no_label.to_string()], false)?.as_slice() {
             [0] => Some(true),
             _ => Some(false),

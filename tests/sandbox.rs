@@ -684,3 +684,165 @@ fn base64(text: &str) -> String {
     }
     out
 }
+
+/// A `bwrap` planted on PATH inside the project (an activated `.venv/bin`)
+/// is never the sandbox: the next session stays sandboxed.
+#[test]
+fn a_bwrap_planted_on_path_is_not_the_sandbox() {
+    let Some(p) = sandboxed() else { return };
+    let p = p.config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n");
+    let outside = support::visible_outside_dir();
+    let path = format!("{}:{}", p.path(".venv/bin").display(), std::env::var("PATH").unwrap());
+    let run = |command: &str| {
+        let out = p
+            .command()
+            .env("PATH", &path)
+            .args(["call", "shell", &json!({ "command": command }).to_string()])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // A fake that drops every option and runs the command as it is.
+    run(
+        "mkdir -p .venv/bin && printf '#!/bin/sh\\nwhile [ \"$1\" != -- ]; do shift; done; shift; exec \"$@\"\\n' > .venv/bin/bwrap && chmod +x .venv/bin/bwrap",
+    );
+    assert!(p.path(".venv/bin/bwrap").exists());
+    let text = run(&format!("touch {}/escaped", outside.path().display()));
+    assert!(text.contains("Read-only file system"), "{text}");
+    assert!(
+        !outside.path().join("escaped").exists(),
+        "the planted bwrap was not used"
+    );
+}
+
+/// The gate and the run read an iota line at different moments; a line
+/// that needed no question when gated (it did not resolve to the binary
+/// then) runs sandboxed even if it resolves to the binary when it runs.
+/// In process, through the library: `asked` is what the gate saw.
+#[test]
+fn an_iota_line_that_was_not_asked_about_never_leaves_the_sandbox() {
+    let Some(p) = sandboxed() else { return };
+    use iota_host::toolset::Toolset;
+    let shell = iota_host::shell::ShellToolset::new(Default::default(), p.root());
+    let session = std::sync::Arc::new(iota_host::session::Session::new());
+    let ui: std::sync::Arc<dyn iota_host::caps::ui::Ui> = std::sync::Arc::new(iota_host::caps::ui::NoUi);
+    // In process, "the running binary" is this test binary: the line runs
+    // its `prints_the_model_root` test, which says whether it ran as an
+    // iota exception (IOTA_MODEL_ROOT is set only there).
+    let me = std::fs::canonicalize(std::env::current_exe().unwrap()).unwrap();
+    let args = json!({"command": format!("{} --exact prints_the_model_root --nocapture", me.display())}).to_string();
+    let unasked = shell.invoke(&session, &ui, "shell", &args, false);
+    assert!(!unasked.text.contains("MODEL_ROOT="), "{}", unasked.text);
+    let asked = shell.invoke(&session, &ui, "shell", &args, true);
+    assert!(
+        asked.text.contains(&format!("MODEL_ROOT={}", p.root().display())),
+        "{}",
+        asked.text
+    );
+}
+
+/// Not a check of its own: what the test above runs as the iota line.
+#[test]
+fn prints_the_model_root() {
+    if let Some(root) = std::env::var_os("IOTA_MODEL_ROOT") {
+        println!("MODEL_ROOT={}", root.to_string_lossy());
+    }
+}
+
+/// A bare repository's layout at a root without a repository (HEAD,
+/// objects/, refs/, a config with `core.fsmonitor`) cannot be made either.
+#[test]
+fn a_bare_repository_cannot_be_planted_at_the_root() {
+    let Some(p) = sandboxed() else { return };
+    let proof = p.outside().join("bare-fsmonitor-ran");
+    std::fs::create_dir_all(p.path("src")).unwrap();
+    let r = sh(
+        &p,
+        &format!(
+            "mkdir -p objects refs; echo 'ref: refs/heads/main' > HEAD; printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = \"touch {}; false\"\\n' > config; true",
+            proof.display()
+        ),
+    );
+    assert!(!p.path("HEAD").exists(), "no HEAD left at the root: {}", r.text);
+    for dir in [p.root().to_path_buf(), p.path("src")] {
+        let status = std::process::Command::new("git")
+            .arg("status")
+            .current_dir(&dir)
+            .env("GIT_CEILING_DIRECTORIES", p.root().parent().unwrap())
+            .output()
+            .unwrap();
+        assert!(
+            !status.status.success(),
+            "no repository for git to find from {}",
+            dir.display()
+        );
+    }
+    assert!(!proof.exists());
+}
+
+/// The user's credential stores are not there inside the sandbox: no key
+/// to copy, no agent socket to talk to.
+#[test]
+fn credential_stores_in_the_home_are_hidden() {
+    let Some(p) = sandboxed() else { return };
+    let home = support::visible_outside_dir();
+    std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
+    std::fs::write(home.path().join(".ssh/id_ed25519"), "PRIVATE-KEY-MATERIAL").unwrap();
+    std::fs::write(home.path().join(".netrc"), "machine x login u password NETRC-SECRET").unwrap();
+    std::fs::create_dir_all(home.path().join(".gnupg")).unwrap();
+    let socket = home.path().join(".gnupg/S.gpg-agent");
+    let agent = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    agent.set_nonblocking(true).unwrap();
+    let script = format!(
+        "import socket\ns = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect('{}'); print('connected')\nexcept OSError as e:\n    print('refused', e.errno)\n",
+        socket.display()
+    );
+    let out = p
+        .command()
+        .env("HOME", home.path())
+        .args(["call", "shell"])
+        .arg(
+            json!({"command": format!(
+                "cat ~/.ssh/id_ed25519 ~/.netrc; ls -A ~/.ssh | wc -l; printf '%s' '{}' | base64 -d | python3 -",
+                base64(&script)
+            )})
+            .to_string(),
+        )
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !text.contains("PRIVATE-KEY-MATERIAL") && !text.contains("NETRC-SECRET"),
+        "{text}"
+    );
+    assert!(text.contains("refused"), "the probe ran: {text}");
+    assert!(agent.accept().is_err(), "nothing reached the agent socket");
+}
+
+/// A relative `$IOTA_CONFIG` is the user's, read where the user ran
+/// iota-host: an iota call in a directory the model chose (and wrote a
+/// config into) does not pick up that one instead.
+#[test]
+fn a_relative_iota_config_is_not_read_from_the_models_directory() {
+    let Some(p) = sandboxed() else { return };
+    let p = p.config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n");
+    let home = support::visible_outside_dir();
+    let proof = home.path().join("proof");
+    let inner = json!({"command": format!("touch {}", proof.display())}).to_string();
+    let out = p
+        .command()
+        .env("IOTA_CONFIG", "iota.yaml")
+        .args(["call", "--json", "shell"])
+        .arg(json!({"command": "mkdir -p sub && printf 'agents:\\n  d:\\n    tools:\\n      shell: {sandbox: off, auto_run: true}\\n' > sub/iota.yaml"}).to_string())
+        .arg("shell")
+        .arg(json!({"command": format!("{} call shell '{inner}'", support::BIN), "cwd": "sub"}).to_string())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(p.path("sub/iota.yaml").exists(), "{text}");
+    assert!(
+        text.contains(&format!("cannot read config {}", p.path("iota.yaml").display())),
+        "{text}"
+    );
+    assert!(!proof.exists(), "the model's config was not used");
+}

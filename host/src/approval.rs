@@ -48,6 +48,12 @@ impl Decision {
     pub fn runs(&self) -> bool {
         !matches!(self, Decision::Refused(_))
     }
+
+    /// Whether the user allowed this call (now or for the session), as
+    /// opposed to it needing no approval.
+    pub fn asked(&self) -> bool {
+        matches!(self, Decision::Allowed { .. } | Decision::SessionAllowed)
+    }
 }
 
 /// Directories under the root whose files change what runs outside any

@@ -65,7 +65,7 @@ impl AgentTools {
                 header,
                 diff: None,
             },
-            _ => set.invoke(session, ui, &call.tool, &call.args),
+            _ => set.invoke(session, ui, &call.tool, &call.args, decision.asked()),
         };
         Outcome {
             tool: call.tool.clone(),

@@ -62,6 +62,8 @@ pub struct Interpreter {
     pub program: String,
     /// The flag(s) before the command line.
     pub flags: Vec<String>,
+    /// `program` found on a trusted PATH entry, for unsandboxed runs.
+    pub resolved: Option<PathBuf>,
 }
 
 impl Interpreter {
@@ -83,7 +85,21 @@ impl Interpreter {
         Interpreter {
             program,
             flags: flags.into_iter().map(String::from).collect(),
+            resolved: None,
         }
+    }
+
+    /// The same with a bare program name resolved now, on PATH, outside the
+    /// directories sandboxed commands may write, so that an unsandboxed run
+    /// never starts a `bash` a sandboxed one planted. (Inside the sandbox
+    /// the name is looked up there, where a planted one runs sandboxed.)
+    fn resolved(mut self, writable: &[PathBuf]) -> Interpreter {
+        if !self.program.contains('/')
+            && let Some(found) = sandbox::find_trusted(&self.program, writable)
+        {
+            self.resolved = Some(found);
+        }
+        self
     }
 
     fn argv(&self, line: &str) -> Vec<OsString> {
@@ -110,19 +126,20 @@ pub struct ShellToolset {
 }
 
 impl ShellToolset {
-    /// The set for `config` at `root`; the sandbox is detected here, once.
+    /// The set for `config` at `root`; the sandbox is detected here, once,
+    /// never from a directory sandboxed commands may write.
     pub fn new(config: ShellConfig, root: &Path) -> ShellToolset {
         let sandbox = if config.sandbox == SandboxMode::Off {
             Sandbox::Unavailable
         } else {
-            Sandbox::detect()
+            Sandbox::detect(&writable_dirs(&config, root))
         };
         ShellToolset::with_sandbox(config, root, sandbox)
     }
 
     /// The same with an explicit sandbox (tests, embedders that decided already).
     pub fn with_sandbox(config: ShellConfig, root: &Path, sandbox: Sandbox) -> ShellToolset {
-        let interpreter = Interpreter::from_env();
+        let interpreter = Interpreter::from_env().resolved(&writable_dirs(&config, root));
         let sandboxed = config.sandbox == SandboxMode::Auto && sandbox.is_available();
         let spec = ToolSpec {
             name: NAME.into(),
@@ -188,7 +205,17 @@ impl ShellToolset {
         }
         header.push(' ');
         if let Some(cwd) = &args.cwd {
-            header.push_str(&format!("cd {cwd} && "));
+            // Quoted unless plain, so a directory named `src && make` reads as
+            // one directory, not as a command the user is asked about.
+            let plain = !cwd.is_empty()
+                && cwd
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_./-+@%:,".contains(c));
+            if plain {
+                header.push_str(&format!("cd {cwd} && "));
+            } else {
+                header.push_str(&format!("cd '{}' && ", cwd.replace('\'', "'\\''")));
+            }
         }
         header.push_str(line);
         if matches!(self.regime(line, &self.cwd(args)), Regime::Iota(_)) {
@@ -203,6 +230,10 @@ impl ShellToolset {
         let argv = self.interpreter.argv(line);
         let command = match regime {
             Regime::Unsandboxed => {
+                let mut argv = argv;
+                if let Some(resolved) = &self.interpreter.resolved {
+                    argv[0] = resolved.clone().into_os_string();
+                }
                 return Ok((
                     Launch {
                         argv,
@@ -223,7 +254,18 @@ impl ShellToolset {
         } else {
             self.running_binary.clone().unwrap_or_default().into()
         };
-        let mut env: Vec<(OsString, OsString)> = std::env::vars_os().filter(|(k, _)| k != MODEL_ROOT_VAR).collect();
+        // A relative $IOTA_CONFIG is made absolute here: in the child it would
+        // be read from the directory the model chose, which the sandbox writes.
+        let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+            .filter(|(k, _)| k != MODEL_ROOT_VAR)
+            .map(|(k, v)| match k == "IOTA_CONFIG" && !v.is_empty() {
+                true => {
+                    let absolute = std::path::absolute(&v).unwrap_or_else(|_| PathBuf::from(&v));
+                    (k, absolute.into_os_string())
+                }
+                false => (k, v),
+            })
+            .collect();
         env.push((MODEL_ROOT_VAR.into(), self.root.clone().into_os_string()));
         let mut argv = vec![program];
         argv.extend(command.words[1..].iter().map(OsString::from));
@@ -251,8 +293,13 @@ impl ShellToolset {
             extra_writable: self.config.write.clone(),
             visible: vec![jobs_dir()],
             network: self.config.network,
-            protected: session.protect(&[self.root.join(".git"), self.root.join(".iota")]),
-            hidden: crate::host_state::default_dir().into_iter().collect(),
+            protected: session.protect(
+                &sandbox::PROTECTED_AT_ROOT
+                    .iter()
+                    .map(|name| self.root.join(name))
+                    .collect::<Vec<_>>(),
+            ),
+            hidden: hidden_paths(),
         };
         let env = Some(self.config.env.sandboxed(std::env::vars_os()));
         Ok(match &self.sandbox {
@@ -294,7 +341,7 @@ impl ShellToolset {
         })
     }
 
-    fn run(&self, session: &Arc<Session>, args: &Args) -> Result<String, ToolResult> {
+    fn run(&self, session: &Arc<Session>, args: &Args, asked: bool) -> Result<String, ToolResult> {
         let header = self.header_for(args);
         let fail = |text: String| ToolResult {
             text,
@@ -306,7 +353,14 @@ impl ShellToolset {
         let timeout = parse_timeout(args).map_err(fail)?;
         let background = args.background.unwrap_or(false);
         let cwd = self.cwd(args);
-        let regime = self.regime(line, &cwd);
+        // The line is read again here, and what it names may have changed
+        // since the gate read it (a link swapped by a background job): a
+        // call nobody was asked about never leaves the sandbox, whatever it
+        // resolves to now.
+        let regime = match self.regime(line, &cwd) {
+            Regime::Iota(_) if !asked && !self.config.auto_run => Regime::Sandboxed,
+            regime => regime,
+        };
         let jobs = session.jobs();
         if background && !jobs.has_room() {
             return Err(fail(format!(
@@ -467,6 +521,28 @@ fn parse_timeout(args: &Args) -> Result<Option<Duration>, String> {
     }
 }
 
+/// What sandboxed commands may not see: the host's state and the user's
+/// credential stores ([`sandbox::CREDENTIAL_STORES`]).
+fn hidden_paths() -> Vec<PathBuf> {
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    crate::host_state::default_dir()
+        .into_iter()
+        .chain(
+            home.iter()
+                .flat_map(|home| sandbox::CREDENTIAL_STORES.iter().map(|p| home.join(p))),
+        )
+        .collect()
+}
+
+/// What sandboxed commands under `config` at `root` may write: nothing
+/// the host runs or trusts is looked up there.
+fn writable_dirs(config: &ShellConfig, root: &Path) -> Vec<PathBuf> {
+    std::iter::once(root.to_path_buf())
+        .chain(cache_dir())
+        .chain(config.write.iter().cloned())
+        .collect()
+}
+
 /// The cache directory the sandbox lets commands write (created if missing).
 fn cache_dir() -> Option<PathBuf> {
     let dir = std::env::var_os("XDG_CACHE_HOME")
@@ -592,13 +668,13 @@ impl Toolset for ShellToolset {
         decode::<Args>(args).ok().map(|args| self.header_for(&args))
     }
 
-    fn invoke(&self, session: &Arc<Session>, _ui: &Arc<dyn Ui>, _tool: &str, args: &str) -> ToolResult {
+    fn invoke(&self, session: &Arc<Session>, _ui: &Arc<dyn Ui>, _tool: &str, args: &str, asked: bool) -> ToolResult {
         let args = match decode::<Args>(args) {
             Ok(args) => args,
             Err(e) => return ToolResult::failure(NAME, e),
         };
         let header = self.header_for(&args);
-        match self.run(session, &args) {
+        match self.run(session, &args, asked) {
             Ok(text) => ToolResult {
                 text,
                 is_error: false,

@@ -35,8 +35,11 @@ pub trait Toolset: Send + Sync {
     fn header(&self, _tool: &str, _args: &str) -> Option<String> {
         None
     }
-    /// Runs one call that has passed the approval gate.
-    fn invoke(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, tool: &str, args: &str) -> ToolResult;
+    /// Runs one call that has passed the approval gate; `asked` says whether
+    /// the gate asked the user (or found it allowed for the session), so
+    /// that a set whose approval depends on the moment (the shell's iota
+    /// exception) runs under the regime the gate saw, not one decided anew.
+    fn invoke(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, tool: &str, args: &str, asked: bool) -> ToolResult;
 }
 
 impl ToolResult {

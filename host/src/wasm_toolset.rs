@@ -530,7 +530,7 @@ impl Toolset for WasmToolset {
         .flatten()
     }
 
-    fn invoke(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, tool: &str, args: &str) -> ToolResult {
+    fn invoke(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, tool: &str, args: &str, _asked: bool) -> ToolResult {
         let access = self.access_for(tool);
         self.run(session, ui, access, Role::Call, |b, store, ctx| {
             b.iota_toolset_toolset().call_invoke(store, ctx, tool, args)

@@ -25,13 +25,16 @@ const SECRET_PARTS: &[&str] = &[
     "KEY",
     "TOKEN",
     "SECRET",
-    "PASSWORD",
-    "PASSWD",
+    "PASS",
     "CREDENTIAL",
     "PRIVATE",
     "COOKIE",
     "AUTH",
     "SESSION",
+    "JWT",
+    "DSN",
+    "WEBHOOK",
+    "_PAT",
 ];
 
 /// Prefixes of names that belong to a cloud provider's credentials.
@@ -49,12 +52,25 @@ const SECRET_NAMES: &[&str] = &[
 
 /// Whether a variable of this name stays out of the sandbox by default.
 pub fn looks_secret(name: &str) -> bool {
-    // GIT_AUTHOR_NAME is no secret, whatever "AUTH" says.
-    let upper = name.to_ascii_uppercase().replace("AUTHOR", "");
-    SECRET_PARTS.iter().any(|part| upper.contains(part))
+    let upper = name.to_ascii_uppercase();
+    // GIT_AUTHOR_NAME is no secret, whatever "AUTH" says; AUTHORIZATION is.
+    let unauthored = upper.replace("AUTHORIZATION", "AUTH").replace("AUTHOR", "");
+    SECRET_PARTS.iter().any(|part| unauthored.contains(part))
         || SECRET_PREFIXES.iter().any(|prefix| upper.starts_with(prefix))
         || SECRET_NAMES.contains(&upper.as_str())
         || upper.starts_with("IOTA_")
+}
+
+/// Whether a value carries credentials whatever its name: a URL with a
+/// password in it (`DATABASE_URL`, `HTTPS_PROXY`).
+pub fn holds_secret(value: &std::ffi::OsStr) -> bool {
+    let value = value.to_string_lossy();
+    value.split("://").skip(1).any(|rest| {
+        let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+        authority
+            .rsplit_once('@')
+            .is_some_and(|(userinfo, _)| userinfo.contains(':'))
+    })
 }
 
 impl EnvPolicy {
@@ -62,9 +78,9 @@ impl EnvPolicy {
     /// process's variables), with `TMPDIR` pointing at the sandbox's /tmp.
     pub fn sandboxed(&self, host: impl Iterator<Item = (OsString, OsString)>) -> Vec<(OsString, OsString)> {
         let mut env: Vec<(OsString, OsString)> = host
-            .filter(|(name, _)| {
+            .filter(|(name, value)| {
                 let name = name.to_string_lossy();
-                !looks_secret(&name) || self.pass.iter().any(|p| *p == name)
+                !(looks_secret(&name) || holds_secret(value)) || self.pass.iter().any(|p| *p == name)
             })
             .filter(|(name, _)| name != "TMPDIR")
             .collect();
@@ -95,6 +111,12 @@ mod tests {
             "GOOGLE_APPLICATION_CREDENTIALS",
             "npm_config__authToken",
             "IOTA_SHELL_RUN",
+            "HTTP_AUTHORIZATION",
+            "DB_PASS",
+            "GH_PAT",
+            "CI_JOB_JWT",
+            "SENTRY_DSN",
+            "SLACK_WEBHOOK_URL",
         ] {
             assert!(looks_secret(secret), "{secret}");
         }
@@ -111,6 +133,10 @@ mod tests {
         ] {
             assert!(!looks_secret(plain), "{plain}");
         }
+        assert!(holds_secret("postgres://app:hunter2@db:5432/app".as_ref()));
+        assert!(holds_secret("http://user:pw@proxy:3128".as_ref()));
+        assert!(!holds_secret("https://example.com/a@b".as_ref()));
+        assert!(!holds_secret("/usr/bin:/bin".as_ref()));
         let policy = EnvPolicy {
             pass: vec!["GITHUB_TOKEN".into()],
             set: vec![("FOO".into(), "bar".into()), ("PATH".into(), "/bin".into())],

@@ -31,11 +31,13 @@ pub enum Sandbox {
 impl Sandbox {
     /// Finds the machine's sandbox: `bwrap` on PATH that can actually create a
     /// namespace here (some containers forbid it), or `sandbox-exec` on macOS.
-    pub fn detect() -> Sandbox {
+    /// PATH entries inside `writable` (what sandboxed commands may write)
+    /// are passed over: a `bwrap` planted there would be the sandbox.
+    pub fn detect(writable: &[PathBuf]) -> Sandbox {
         if cfg!(target_os = "macos") && Path::new("/usr/bin/sandbox-exec").exists() {
             return Sandbox::Seatbelt;
         }
-        let Some(bwrap) = find_on_path("bwrap") else {
+        let Some(bwrap) = find_trusted("bwrap", writable) else {
             return Sandbox::Unavailable;
         };
         let memo = ProbeMemo::for_binary(&bwrap);
@@ -190,10 +192,41 @@ pub struct Policy {
     /// Paths under the root that stay read-only (`.git`, `.iota`); each
     /// exists when the command starts (a placeholder where there was none).
     pub protected: Vec<PathBuf>,
-    /// Directories no command may see at all, hidden under an empty mount:
-    /// the host's own state (compiled code it runs, the key that seals it).
+    /// What no command may see at all: the host's own state (compiled code
+    /// it runs, the key that seals it) and the user's credential stores. A
+    /// directory is hidden under an empty read-only mount, a file under
+    /// `/dev/null`.
     pub hidden: Vec<PathBuf>,
 }
+
+/// The user's credential stores under the home directory, hidden from
+/// sandboxed commands: the spec lets them read everything, but a command
+/// that reads `~/.ssh/id_ed25519` can copy it into the project or, with the
+/// network on, anywhere; and agent sockets live here (`S.gpg-agent`,
+/// Docker Desktop's `docker.sock`, ssh control masters), reachable through
+/// a read-only mount.
+pub const CREDENTIAL_STORES: &[&str] = &[
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".password-store",
+    ".config/gcloud",
+    ".config/gh",
+    ".local/share/keyrings",
+    ".netrc",
+    ".git-credentials",
+    ".pgpass",
+    ".pypirc",
+];
+
+/// Paths under the root that stay read-only, with a placeholder where
+/// missing: `.git` (hooks, `core.fsmonitor`), `.iota` (the project config),
+/// and `HEAD`, without which no bare repository's layout at the root
+/// (`HEAD`, `objects/`, `refs/`, `config`) is one git would find.
+pub const PROTECTED_AT_ROOT: &[&str] = &[".git", ".iota", "HEAD"];
 
 /// Kernel interfaces under a fresh /proc that write to global state with no
 /// check but the uid: bound read-only from the host's, as container runtimes do.
@@ -279,8 +312,12 @@ pub fn bwrap_args(policy: &Policy, cwd: &Path, seccomp_fds: &[i32], argv: &[OsSt
         mount("--ro-bind", path, path);
     }
     // Last, so that no writable bind above can uncover them.
-    for dir in policy.hidden.iter().filter(|d| d.is_dir()) {
-        args.extend(["--tmpfs".into(), dir.into(), "--remount-ro".into(), dir.into()]);
+    for path in &policy.hidden {
+        if path.is_dir() {
+            args.extend(["--tmpfs".into(), path.into(), "--remount-ro".into(), path.into()]);
+        } else if path.is_file() {
+            args.extend(["--ro-bind".into(), "/dev/null".into(), path.into()]);
+        }
     }
     for fd in seccomp_fds {
         args.extend(["--add-seccomp-fd".into(), fd.to_string().into()]);
@@ -321,6 +358,38 @@ fn seatbelt_string(path: &Path) -> String {
         "\"{}\"",
         path.to_string_lossy().replace('\\', "\\\\").replace('"', "\\\"")
     )
+}
+
+/// An executable named `name` on PATH that no sandboxed command can have
+/// put there: only absolute PATH entries outside `writable` (and outside
+/// /tmp, /var/tmp and /dev/shm), and only a file that neither group nor
+/// others may write, owned by root or the user.
+pub fn find_trusted(name: &str, writable: &[PathBuf]) -> Option<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let untrusted: Vec<PathBuf> = writable
+        .iter()
+        .map(|d| canonical(d))
+        .chain(["/tmp", "/var/tmp", "/dev/shm"].map(|d| canonical(Path::new(d))))
+        .collect();
+    let me = nix::unistd::geteuid().as_raw();
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .map(|dir| canonical(&dir))
+        .filter(|dir| !untrusted.iter().any(|u| dir.starts_with(u)))
+        .map(|dir| dir.join(name))
+        .find(|candidate| {
+            let Ok(meta) = std::fs::metadata(candidate) else {
+                return false;
+            };
+            let real = canonical(candidate);
+            meta.is_file()
+                && meta.mode() & 0o111 != 0
+                && meta.mode() & 0o022 == 0
+                && (meta.uid() == 0 || meta.uid() == me)
+                && !untrusted.iter().any(|u| real.starts_with(u))
+        })
 }
 
 /// An executable named `name` on PATH.

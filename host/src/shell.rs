@@ -377,13 +377,14 @@ impl ShellToolset {
                 cwd.display()
             )));
         }
-        let (launch, contained) = self
-            .launch(line, &cwd, session, &regime)
-            .map_err(|e| fail(format!("failed to run: {e}")))?;
+        // The log directory first: the sandbox shows it only if it exists.
         let id = jobs.next_id();
         let log = jobs_dir_created()
             .map_err(|e| fail(format!("failed to run: {e}")))?
             .join(format!("{id}.log"));
+        let (launch, contained) = self
+            .launch(line, &cwd, session, &regime)
+            .map_err(|e| fail(format!("failed to run: {e}")))?;
         let running = Running::start(launch, &cwd, log.clone(), timeout, contained)
             .map_err(|e| fail(format!("failed to run: {e}")))?;
         // The label is the command as the header shows it, without the tool name
@@ -467,12 +468,12 @@ impl ShellToolset {
         } else {
             Regime::Unsandboxed
         };
-        let (launch, contained) = self
-            .launch(line, &cwd, session, &regime)
-            .map_err(|e| format!("failed to run: {e}"))?;
         let log = jobs_dir_created()
             .map_err(|e| format!("failed to run: {e}"))?
             .join(format!("{}.log", session.jobs().next_id()));
+        let (launch, contained) = self
+            .launch(line, &cwd, session, &regime)
+            .map_err(|e| format!("failed to run: {e}"))?;
         let running =
             Running::start(launch, &cwd, log.clone(), timeout, contained).map_err(|e| format!("failed to run: {e}"))?;
         session.track_foreground(&running);

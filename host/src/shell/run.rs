@@ -119,7 +119,7 @@ impl Running {
     ) -> std::io::Result<Arc<Running>> {
         let marker = crate::secret::token();
         let (reader, writer) = std::io::pipe()?;
-        let mut log_file = create_private(&log)?;
+        let mut log_file = crate::host_state::create_exclusive(&log)?;
         let argv = &launch.argv;
         let mut command = Command::new(&argv[0]);
         command
@@ -208,14 +208,17 @@ impl Running {
             let _ = eof_tx.send(());
         });
         let waiting = running.clone();
-        std::thread::spawn(move || {
-            waiting.watch(child, timeout, eof_rx);
-            drop(processes);
-        });
+        std::thread::spawn(move || waiting.watch(child, timeout, eof_rx, processes));
         Ok(running)
     }
 
-    fn watch(self: &Arc<Self>, mut child: Child, timeout: Option<Duration>, eof: std::sync::mpsc::Receiver<()>) {
+    fn watch(
+        self: &Arc<Self>,
+        mut child: Child,
+        timeout: Option<Duration>,
+        eof: std::sync::mpsc::Receiver<()>,
+        processes: Option<super::processes::Bound>,
+    ) {
         // The wait below blocks, so a normal exit is seen at once; deadlines,
         // stops and cancellation are polled by a companion thread that kills
         // the tree, which ends the wait.
@@ -250,6 +253,9 @@ impl Running {
         // escaped the sweep may hold the pipe open for ever, so do not wait
         // for it longer than that.
         let _ = eof.recv_timeout(Duration::from_millis(250));
+        // Before the ending is known: a process that exits right after it
+        // (`iota-host call`) must not leave the command's cgroup behind.
+        drop(processes);
         let mut state = self.state.lock().unwrap();
         state.ending = Some(ending);
         self.done.notify_all();
@@ -311,18 +317,6 @@ impl Running {
     pub fn printed_anything(&self) -> bool {
         !self.state.lock().unwrap().output.is_empty()
     }
-}
-
-/// Creates `path` for writing, refusing to follow a link planted there and
-/// refusing a file that exists already; private to the user.
-pub fn create_private(path: &Path) -> std::io::Result<std::fs::File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(path)
 }
 
 /// PIDs of live processes whose environment carries `MARKER_VAR=marker`.

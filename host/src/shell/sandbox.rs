@@ -64,8 +64,9 @@ impl Sandbox {
     }
 }
 
-/// Whether `bwrap` can create the namespaces the sandbox needs here.
-fn probe(bwrap: &Path) -> bool {
+/// Whether `bwrap` can create the namespaces the sandbox needs here (asked
+/// afresh; [`Sandbox::detect`] remembers the answer).
+pub fn probe(bwrap: &Path) -> bool {
     std::process::Command::new(bwrap)
         .args([
             "--unshare-user",

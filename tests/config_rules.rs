@@ -108,7 +108,13 @@ fn config_discovery_env_then_dot_iota_then_embedded() {
         "agents:\n  a:\n    tools:\n      code: {read_only: true}\n",
     );
     let out = p.command().args(["tools", "--json"]).output().unwrap();
-    assert!(!String::from_utf8_lossy(&out.stdout).contains("\"name\":\"write_file\""));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let names = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        names.contains("\"name\":\"read_file\""),
+        "the project's config was read: {names}"
+    );
+    assert!(!names.contains("\"name\":\"write_file\""));
     // $IOTA_CONFIG wins over it.
     let env_config = p.outside().join("env.yaml");
     std::fs::write(&env_config, "agents:\n  a:\n    tools:\n      code: off\n").unwrap();
@@ -118,6 +124,7 @@ fn config_discovery_env_then_dot_iota_then_embedded() {
         .args(["tools", "--json"])
         .output()
         .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(out.stdout.is_empty());
 }
 

@@ -133,13 +133,15 @@ impl Raw {
 
     /// The response to request `id` (other messages are skipped).
     fn reply(&self, id: u64) -> serde_json::Value {
+        self.next_message(|v| v["id"] == id)
+    }
+
+    /// The next message for which `wanted` holds (others are skipped).
+    fn next_message(&self, wanted: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
         loop {
-            let line = self
-                .lines
-                .recv_timeout(std::time::Duration::from_secs(30))
-                .expect("a reply in time");
+            let line = self.lines.recv_timeout(support::EVENTUALLY).expect("a reply in time");
             let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-            if v["id"] == id {
+            if wanted(&v) {
                 return v;
             }
         }
@@ -166,18 +168,15 @@ fn a_cancelled_call_stops_its_command_and_the_session_goes_on() {
     let p =
         Project::new().config("agents:\n  a:\n    tools:\n      shell: {sandbox: off, auto_run: true}\n      code:\n");
     let mut raw = Raw::start(&p);
-    raw.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"shell","arguments":{"command":"sleep 604.44"}}}"#);
-    std::thread::sleep(std::time::Duration::from_millis(1000));
-    assert!(
-        !support::processes_matching("sleep 604.44").is_empty(),
-        "the command is running"
-    );
+    let marker = format!("sleep 604.{}", support::run_tag());
+    raw.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"shell","arguments":{{"command":"{marker}"}}}}}}"#
+    ));
+    support::eventually("the command runs", || !support::processes_matching(&marker).is_empty());
     raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"user"}}"#);
-    std::thread::sleep(std::time::Duration::from_millis(500));
-    assert!(
-        support::processes_matching("sleep 604.44").is_empty(),
-        "cancelling the call killed its command"
-    );
+    support::eventually("cancelling the call killed its command", || {
+        support::processes_matching(&marker).is_empty()
+    });
     raw.send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"shell","arguments":{"command":"echo still here"}}}"#);
     assert_eq!(raw.reply(4)["result"]["content"][0]["text"], "still here");
 }
@@ -235,14 +234,18 @@ fn the_mcp_inspector_cli_lists_and_calls() {
     let p = Project::new();
     p.write("a.txt", "hello\n");
     let run = |args: &[&str]| {
-        let out = std::process::Command::new(&inspector)
-            .args(["--cli", BIN, "--root"])
+        let mut inspector = std::process::Command::new(&inspector);
+        // The Inspector passes the server only HOME, PATH and a few more;
+        // the cache goes by -e.
+        p.isolate(&mut inspector)
+            .arg("--cli")
+            .arg("-e")
+            .arg(format!("IOTA_CACHE_DIR={}", p.cache().display()))
+            .args([BIN, "--root"])
             .arg(p.root())
             .arg("serve")
-            .args(args)
-            .env("IOTA_CACHE_DIR", support::cache_dir())
-            .output()
-            .unwrap();
+            .args(args);
+        let out = inspector.output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
     };
@@ -266,59 +269,29 @@ fn the_mcp_inspector_cli_lists_and_calls() {
     assert_eq!(called["isError"], false);
 }
 
-/// Resident memory of a process, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).unwrap();
-    line.split_whitespace().nth(1).unwrap().parse().unwrap()
-}
-
-#[test]
-fn two_thousand_calls_in_one_session_keep_memory_flat() {
-    let p = Project::new();
-    p.write("a.txt", "hello\n");
-    let mut raw = Raw::start(&p);
-    let tools = ["read_file", "grep", "list_dir", "glob"];
-    let args = [
-        r#"{"path":"a.txt"}"#,
-        r#"{"pattern":"hello"}"#,
-        "{}",
-        r#"{"pattern":"*.txt"}"#,
-    ];
-    let mut after_warmup = 0;
-    for id in 10..2010u64 {
-        let i = (id % 4) as usize;
-        raw.send(&format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{}","arguments":{}}}}}"#,
-            tools[i], args[i]
-        ));
-        let reply = raw.reply(id);
-        assert_eq!(reply["result"]["isError"], false, "{reply}");
-        if id == 109 {
-            after_warmup = rss_kib(raw.child.id());
-        }
-    }
-    let end = rss_kib(raw.child.id());
-    eprintln!("RSS after 100 calls: {after_warmup} KiB; after 2000: {end} KiB");
-    assert!(
-        end < after_warmup + 16 * 1024,
-        "memory grew from {after_warmup} KiB to {end} KiB over 1,900 calls"
-    );
+/// User plus system CPU time of a process, in clock ticks.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let fields: Vec<&str> = stat.rsplit_once(')').unwrap().1.split_whitespace().collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
 #[test]
 fn a_cancelled_component_call_is_interrupted() {
     let p = Project::new().config(&format!(
-        "toolsets:\n  hostile:\n    path: {}/hostile.wasm\n    grant: [process, parallel]\n    limits: {{timeout: 120}}\nagents:\n  a:\n    tools:\n      hostile:\n      code:\n",
+        "toolsets:\n  hostile:\n    path: {}/hostile.wasm\n    grant: [process, parallel]\n    limits: {{timeout: 3600}}\nagents:\n  a:\n    tools:\n      hostile:\n      code:\n",
         support::COMPONENTS
     ));
     let mut raw = Raw::start(&p);
     raw.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"spin","arguments":{}}}"#);
-    std::thread::sleep(std::time::Duration::from_millis(1000));
+    // Spinning shows as CPU time in the server; then it is cancelled.
+    let pid = raw.child.id();
+    let cpu_start = cpu_ticks(pid);
+    support::eventually("the component spins", || cpu_ticks(pid) > cpu_start + 20);
     raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}"#);
     // A writer runs alone, so it can only start once the spinning call has
-    // stopped: long before its 120 s limit, because it was cancelled.
-    let started = std::time::Instant::now();
+    // stopped; its time limit is an hour, so only the cancellation stops it
+    // within the reply's deadline.
     raw.send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"x","content":"y"}}}"#);
     let reply = raw.reply(4);
     assert!(
@@ -327,30 +300,27 @@ fn a_cancelled_component_call_is_interrupted() {
             .unwrap()
             .starts_with("write_file was not executed")
     );
-    assert!(
-        started.elapsed().as_secs() < 30,
-        "the spinning component was interrupted"
-    );
 }
 
 #[test]
 fn closing_the_connection_kills_its_jobs() {
     let p = Project::new().config("agents:\n  a:\n    tools:\n      shell: {sandbox: off, auto_run: true}\n");
     let mut raw = Raw::start(&p);
-    raw.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"shell","arguments":{"command":"sleep 606.66","background":true}}}"#);
+    let marker = format!("sleep 606.{}", support::run_tag());
+    raw.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"shell","arguments":{{"command":"{marker}","background":true}}}}}}"#
+    ));
     assert!(
         raw.reply(3)["result"]["content"][0]["text"]
             .as_str()
             .unwrap()
             .starts_with("Started background job b")
     );
-    assert!(!support::processes_matching("sleep 606.66").is_empty());
+    assert!(!support::processes_matching(&marker).is_empty());
     assert!(raw.close().success());
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    assert!(
-        support::processes_matching("sleep 606.66").is_empty(),
-        "the session's job died with it"
-    );
+    support::eventually("the session's job died with it", || {
+        support::processes_matching(&marker).is_empty()
+    });
 }
 
 /// What a client sends wrong is answered and the connection goes on:
@@ -383,15 +353,6 @@ fn malformed_and_oversized_messages_are_answered() {
 impl Raw {
     /// The next error reply that has no id (skipping other messages).
     fn reply_null(&self) -> serde_json::Value {
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(std::time::Duration::from_secs(30))
-                .expect("a reply in time");
-            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
-            if v["id"].is_null() && v.get("error").is_some() {
-                return v;
-            }
-        }
+        self.next_message(|v| v["id"].is_null() && v.get("error").is_some())
     }
 }

@@ -9,6 +9,8 @@ import json
 import sys
 
 import mcp.types as types
+import os
+
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -32,7 +34,14 @@ async def on_elicit(context, params):
 
 
 async def main(binary, config, root):
-    params = StdioServerParameters(command=binary, args=["--config", config, "--root", root, "serve"], cwd=root)
+    params = StdioServerParameters(
+        command=binary,
+        args=["--config", config, "--root", root, "serve"],
+        cwd=root,
+        # The SDK passes only HOME, PATH and a few more by default: the test's
+        # own world (private home, cache) must reach the server whole.
+        env=dict(os.environ),
+    )
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write, elicitation_callback=on_elicit) as session:
             await session.initialize()

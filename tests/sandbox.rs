@@ -153,17 +153,9 @@ fn host_unix_sockets_path_and_abstract_are_unreachable() {
         "nothing connected"
     );
     assert!(!r.text.contains("connected"), "{}", r.text);
+    // Both probes ran (no python3 inside would also print no "connected").
+    assert_eq!(r.text.matches("refused").count(), 2, "{}", r.text);
     let _ = std::fs::remove_file(&path);
-}
-
-#[test]
-fn tiocsti_cannot_inject_into_a_terminal() {
-    let Some(p) = sandboxed() else { return };
-    let r = sh(
-        &p,
-        "python3 -c \"import fcntl, termios, os\nfd = os.open('/dev/tty', os.O_RDWR)\nfcntl.ioctl(fd, termios.TIOCSTI, b'x')\nprint('injected')\" 2>&1; echo done",
-    );
-    assert!(!r.text.contains("injected"), "{}", r.text);
 }
 
 #[test]
@@ -171,7 +163,7 @@ fn a_root_host_keeps_no_capabilities_inside() {
     let Some(p) = sandboxed() else { return };
     let r = sh(
         &p,
-        "grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs)' /proc/self/status; mount -o remount,rw / 2>&1 && echo REMOUNTED; touch /usr/iota-probe 2>&1; true",
+        "grep -E '^(CapEff|CapPrm|CapBnd|NoNewPrivs)' /proc/self/status; mount -o remount,rw / 2>&1 && echo REMOUNTED; touch /usr/iota-probe-$PPID 2>&1; ls -d /usr/iota-probe-* 2>&1; true",
     );
     assert!(r.text.contains("CapEff:\t0000000000000000"), "{}", r.text);
     assert!(r.text.contains("CapPrm:\t0000000000000000"), "{}", r.text);
@@ -181,28 +173,33 @@ fn a_root_host_keeps_no_capabilities_inside() {
         r.text
     );
     assert!(!r.text.contains("REMOUNTED"), "{}", r.text);
-    assert!(!std::path::Path::new("/usr/iota-probe").exists());
+    assert!(
+        r.text.contains("/usr/iota-probe-*': No such file"),
+        "nothing was created in /usr: {}",
+        r.text
+    );
 }
 
 #[test]
 fn private_tmp_per_session() {
     let Some(p) = sandboxed() else { return };
-    let host_file = std::env::temp_dir().join(format!("iota-host-visible-{}", std::process::id()));
+    let tag = support::run_tag();
+    let host_file = std::env::temp_dir().join(format!("iota-host-visible-{tag}"));
     std::fs::write(&host_file, "host").unwrap();
     let r = sh(
         &p,
         &format!(
-            "ls {} 2>&1; echo mine > /tmp/session-file; cat /tmp/session-file",
+            "ls {} 2>&1; echo mine > /tmp/session-file-{tag}; cat /tmp/session-file-{tag}",
             host_file.display()
         ),
     );
     assert!(
-        r.text.contains("No such file"),
-        "the host's /tmp is not visible: {}",
+        r.text.contains("No such file") && r.text.ends_with("mine"),
+        "the host's /tmp is not visible, the session's is: {}",
         r.text
     );
     assert!(
-        !std::env::temp_dir().join("session-file").exists(),
+        !std::env::temp_dir().join(format!("session-file-{tag}")).exists(),
         "the session's /tmp is not the host's"
     );
     let _ = std::fs::remove_file(host_file);

@@ -44,8 +44,9 @@ fn a_two_question_choose_and_an_approval_answered_with_keys() {
     let choose = r#"{"questions":[{"header":"Extras","question":"Which extras?","multiple":true,"options":[{"label":"Tests"},{"label":"Docs","description":"the README"},{"label":"Bench"}]},{"header":"Language","question":"Which language?","options":[{"label":"Rust"},{"label":"Go"}]}]}"#;
     let write = r#"{"path":"picked.txt","content":"hi\n"}"#;
     let script = format!(
-        "cd '{root}' && NO_COLOR=1 IOTA_CACHE_DIR='{cache}' '{BIN}' --root . --config '{config}' call --json choose '{choose}' write_file '{write}' > '{out}'; echo EXIT=$? >> '{out}'; sleep 60",
+        "cd '{root}' && HOME='{home}' NO_COLOR=1 IOTA_CACHE_DIR='{cache}' '{BIN}' --root . --config '{config}' call --json choose '{choose}' write_file '{write}' > '{out}'; echo EXIT=$? >> '{out}'; sleep 60",
         root = p.root().display(),
+        home = p.home().unwrap().display(),
         cache = cache_dir().display(),
         config = p.outside().join("config.yaml").display(),
         out = out.display(),
@@ -140,8 +141,9 @@ fn escape_sequences_in_an_approval_question_are_shown_inert() {
     )
     .unwrap();
     let script = format!(
-        "cd '{root}' && echo MARKER-BEFORE && NO_COLOR=1 IOTA_CACHE_DIR='{cache}' '{BIN}' --root . --config '{config}' call --json shell \"$(cat '{args}')\" > '{out}'; echo EXIT=$? >> '{out}'; sleep 60",
+        "cd '{root}' && echo MARKER-BEFORE && HOME='{home}' NO_COLOR=1 IOTA_CACHE_DIR='{cache}' '{BIN}' --root . --config '{config}' call --json shell \"$(cat '{args}')\" > '{out}'; echo EXIT=$? >> '{out}'; sleep 60",
         root = p.root().display(),
+        home = p.home().unwrap().display(),
         cache = cache_dir().display(),
         config = p.outside().join("config.yaml").display(),
         args = args.display(),
@@ -169,5 +171,53 @@ fn escape_sequences_in_an_approval_question_are_shown_inert() {
     let text = std::fs::read_to_string(&out).unwrap();
     assert!(text.contains("shell was not executed: the user denied it."), "{text}");
     assert!(!p.path("pwned").exists());
+    drop(cleanup);
+}
+
+/// A sandboxed command tries to push input into the terminal iota-host runs
+/// in (TIOCSTI on /dev/tty and on every descriptor it has). Checked on the
+/// host side: the next line the terminal's shell reads is the one typed
+/// after the call, not anything injected.
+#[test]
+fn a_sandboxed_command_cannot_type_into_the_users_terminal() {
+    if !support::require(
+        "tmux (apt-get install tmux)",
+        Command::new("tmux").arg("-V").output().is_ok(),
+    ) || !support::sandbox_works()
+    {
+        return;
+    }
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      shell:\n");
+    let out = p.outside().join("out.txt");
+    let probe = "import fcntl, termios, os\nfds = list(range(3))\ntry:\n    fds.append(os.open('/dev/tty', os.O_RDWR))\nexcept OSError as e:\n    print('no tty', e.errno)\nfor fd in fds:\n    for c in 'INJECTED\\n':\n        try:\n            fcntl.ioctl(fd, termios.TIOCSTI, c.encode())\n        except OSError:\n            pass\nprint('probed')\n";
+    std::fs::write(p.outside().join("probe.py"), probe).unwrap();
+    std::fs::copy(p.outside().join("probe.py"), p.path("probe.py")).unwrap();
+    let script = format!(
+        "cd '{root}' && HOME='{home}' NO_COLOR=1 IOTA_CACHE_DIR='{cache}' '{BIN}' --root . --config '{config}' call shell '{{\"command\":\"python3 probe.py\"}}' > '{out}' 2>&1; echo READY; read line; echo \"READ:$line\" >> '{out}'; sleep 60",
+        root = p.root().display(),
+        home = p.home().unwrap().display(),
+        cache = cache_dir().display(),
+        config = p.outside().join("config.yaml").display(),
+        out = out.display(),
+    );
+    let session = format!("iota-test-{}-tiocsti", std::process::id());
+    tmux(
+        &session,
+        &["new-session", "-d", "-s", &session, "-x", "120", "-y", "20", &script],
+    );
+    let cleanup = scopeguard(&session);
+    wait_for(&session, "READY");
+    tmux(&session, &["send-keys", "-t", &session, "TYPED", "Enter"]);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !std::fs::read_to_string(&out).unwrap_or_default().contains("READ:") {
+        assert!(Instant::now() < deadline, "the shell never read its line");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let text = std::fs::read_to_string(&out).unwrap();
+    assert!(text.contains("probed"), "the probe ran: {text}");
+    assert!(
+        text.ends_with("READ:TYPED\n"),
+        "nothing reached the terminal's input: {text}"
+    );
     drop(cleanup);
 }

@@ -64,8 +64,20 @@ pub fn run(report: &mut Report) {
     }
     let sandboxed = shell_call("agents:\n  b:\n    tools:\n      shell:\n", &root);
     let bare = spawn("bwrap", &["--ro-bind", "/", "/", "bash", "-c", "true"]);
-    // The exact command line the tool runs, without the tool: what the flags cost.
+    // The tool's command line without the tool, with the same mounts (the
+    // root's protected paths, the hidden state), with and without the
+    // seccomp filter: the first pair is what the filter costs, the tool
+    // against the filtered line what the tool adds (spawn, output threads,
+    // the pids cgroup it joins).
     let private_tmp = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    let protected: Vec<std::path::PathBuf> = iota_host::shell::sandbox::PROTECTED_AT_ROOT
+        .iter()
+        .map(|name| root.join(name))
+        .collect();
+    for path in &protected {
+        std::fs::create_dir_all(path).unwrap();
+    }
     let policy = Policy {
         root: root.clone(),
         private_tmp: private_tmp.path().to_path_buf(),
@@ -73,29 +85,60 @@ pub fn run(report: &mut Report) {
         extra_writable: Vec::new(),
         visible: Vec::new(),
         network: false,
-        protected: Vec::new(),
-        hidden: Vec::new(),
+        protected,
+        hidden: vec![state.path().to_path_buf()],
     };
     let argv: Vec<OsString> = ["bash", "-c", "true"].map(OsString::from).to_vec();
-    // Without the seccomp filter (its descriptors need the tool's spawn), so
-    // the row against it is what the filter, the process bound and the tool
-    // add together.
-    let flags: Vec<String> = bwrap_args(&policy, &root, &[], &argv)
-        .into_iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect();
-    let hardened = spawn("bwrap", &flags.iter().map(String::as_str).collect::<Vec<_>>());
+    let flags = |fds: &[i32]| -> Vec<String> {
+        bwrap_args(&policy, &root, fds, &argv)
+            .into_iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect()
+    };
+    let unfiltered = spawn("bwrap", &flags(&[]).iter().map(String::as_str).collect::<Vec<_>>());
+    let filtered = median_command(RUNS, || {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::process::CommandExt;
+        let fds = iota_host::shell::seccomp::filter_fds(false).unwrap();
+        let raw: Vec<i32> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
+        let mut cmd = Command::new("bwrap");
+        cmd.args(flags(&raw));
+        // SAFETY: only fcntl on descriptors made before the fork; the
+        // descriptors themselves live in the closure until the exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                for fd in &fds {
+                    nix::libc::fcntl(fd.as_raw_fd(), nix::libc::F_SETFD, 0);
+                }
+                Ok(())
+            });
+        }
+        cmd
+    })
+    .0;
+    report.row(
+        "bwrap, the tool's flags, with the seccomp filter",
+        filtered,
+        "the same without the filter",
+        Some(unfiltered),
+    );
+    report.row(
+        "shell tool, sandboxed",
+        sandboxed,
+        "bwrap with the tool's flags and filter",
+        Some(filtered),
+    );
+    report.row(
+        "shell tool, sandboxed",
+        sandboxed,
+        "bwrap with the tool's flags, no filter",
+        Some(unfiltered),
+    );
     report.row(
         "shell tool, sandboxed",
         sandboxed,
         "bare bwrap --ro-bind / / bash -c true",
         Some(bare),
-    );
-    report.row(
-        "shell tool, sandboxed",
-        sandboxed,
-        "bwrap with the tool's flags, no seccomp filter",
-        Some(hardened),
     );
     report.row("shell tool, sandboxed", sandboxed, "bash -c true", Some(bash));
 }

@@ -32,7 +32,7 @@ pub struct Project {
     aux: PathBuf,
     config: Option<PathBuf>,
     answers: Option<PathBuf>,
-    home: Option<PathBuf>,
+    home: PathBuf,
     cache: Option<PathBuf>,
 }
 
@@ -42,15 +42,16 @@ impl Project {
         let base = std::fs::canonicalize(dir.path()).unwrap();
         let root = base.join("root");
         let aux = base.join("aux");
+        let home = aux.join("home");
         std::fs::create_dir_all(&root).unwrap();
-        std::fs::create_dir_all(&aux).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
         Project {
             dir,
             root,
             aux,
             config: None,
             answers: None,
-            home: None,
+            home,
             cache: None,
         }
     }
@@ -102,11 +103,9 @@ impl Project {
         self
     }
 
-    /// Uses a private home directory (`aux/home`) for the binary.
-    pub fn with_home(mut self) -> Project {
-        let home = self.aux.join("home");
-        std::fs::create_dir_all(&home).unwrap();
-        self.home = Some(home);
+    /// The binary's home directory is always the project's private one
+    /// (`aux/home`); kept so tests say where they rely on it.
+    pub fn with_home(self) -> Project {
         self
     }
 
@@ -121,26 +120,36 @@ impl Project {
         self.cache.clone().unwrap_or_else(cache_dir)
     }
 
-    /// The home directory given to the binary, when private.
+    /// The home directory given to the binary (private to the project).
     pub fn home(&self) -> Option<&Path> {
-        self.home.as_deref()
+        Some(&self.home)
     }
 
-    /// The binary with this project's root, config and answers; the shared
-    /// compiled-component cache unless private; no inherited config.
-    pub fn command(&self) -> Command {
-        let mut cmd = Command::new(BIN);
-        cmd.current_dir(&self.root)
-            .env_remove("IOTA_CONFIG")
+    /// Makes `cmd` (the binary, or a client that starts it) see this
+    /// project's world, not the machine's: its private home, the build's
+    /// compiled-component cache (or the project's own), and none of the
+    /// machine's iota or XDG variables. Nothing a test runs reads or writes
+    /// the user's real home, config or state.
+    pub fn isolate<'a>(&self, cmd: &'a mut Command) -> &'a mut Command {
+        for (name, _) in std::env::vars_os() {
+            let name = name.to_string_lossy();
+            if name.starts_with("IOTA_") || name.starts_with("XDG_") {
+                cmd.env_remove(&*name);
+            }
+        }
+        cmd.env("HOME", &self.home)
             .env("IOTA_CACHE_DIR", self.cache())
             .env("NO_COLOR", "1")
-            .arg("--root")
-            .arg(&self.root);
+    }
+
+    /// The binary with this project's root, config and answers, in its own
+    /// world ([`Project::isolate`]).
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(BIN);
+        self.isolate(&mut cmd);
+        cmd.current_dir(&self.root).arg("--root").arg(&self.root);
         if let Some(config) = &self.config {
             cmd.arg("--config").arg(config);
-        }
-        if let Some(home) = &self.home {
-            cmd.env("HOME", home);
         }
         match &self.answers {
             Some(answers) => cmd.arg("--answers").arg(answers),
@@ -187,6 +196,22 @@ impl Project {
     /// One call.
     pub fn call(&self, tool: &str, args: Value) -> Result {
         self.calls(&[(tool, args)]).remove(0)
+    }
+
+    /// One call that must not hang: it fails the test if it has not
+    /// finished within [`EVENTUALLY`] (a read that blocks, say).
+    #[track_caller]
+    pub fn call_finishes(&self, tool: &str, args: Value) -> Result {
+        let mut command = self.command();
+        command.args(["call", "--json", tool, &args.to_string()]);
+        let out = finishes(&format!("the {tool} call"), move || command.output().unwrap());
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        parse_result(
+            stdout
+                .lines()
+                .next()
+                .unwrap_or_else(|| panic!("no result: {}", String::from_utf8_lossy(&out.stderr))),
+        )
     }
 }
 
@@ -330,23 +355,8 @@ pub fn require(what: &str, available: bool) -> bool {
 /// see [`require`] for what happens when it cannot.
 #[track_caller]
 pub fn sandbox_works() -> bool {
-    let works = iota_host::shell::sandbox::find_on_path("bwrap").is_some_and(|bwrap| {
-        Command::new(bwrap)
-            .args([
-                "--unshare-user",
-                "--unshare-pid",
-                "--ro-bind",
-                "/",
-                "/",
-                "--proc",
-                "/proc",
-                "--dev",
-                "/dev",
-                "true",
-            ])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
+    let works =
+        iota_host::shell::sandbox::find_on_path("bwrap").is_some_and(|bwrap| iota_host::shell::sandbox::probe(&bwrap));
     require("a working bubblewrap (bwrap that can create namespaces)", works)
 }
 
@@ -444,15 +454,15 @@ pub fn run_client(
     extra: &[&str],
 ) -> impl Fn(&str) -> serde_json::Value {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests").join(script);
-    let out = std::process::Command::new(python)
+    let mut client = std::process::Command::new(python);
+    // The drivers hand the server their whole environment: this one.
+    p.isolate(&mut client)
         .arg(script)
         .arg(BIN)
         .arg(p.outside().join("config.yaml"))
         .arg(p.root())
-        .args(extra)
-        .env("IOTA_CACHE_DIR", cache_dir())
-        .output()
-        .unwrap();
+        .args(extra);
+    let out = client.output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
         out.status.success(),
@@ -468,4 +478,38 @@ pub fn run_client(
             many => serde_json::Value::Array(many.iter().map(|v| (*v).clone()).collect()),
         }
     }
+}
+
+/// How long a poll waits for what must happen before calling it a failure:
+/// generous, because a slow machine is not a failure; only a hang is.
+pub const EVENTUALLY: std::time::Duration = std::time::Duration::from_secs(120);
+
+/// Polls `condition` until it holds; fails, naming `what`, if it does not
+/// within [`EVENTUALLY`]. Tests wait for a state this way, never by sleeping
+/// a fixed time and hoping.
+#[track_caller]
+pub fn eventually(what: &str, mut condition: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + EVENTUALLY;
+    while !condition() {
+        assert!(std::time::Instant::now() < deadline, "never happened: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Runs `work` and returns its result; fails, naming `what`, if it has not
+/// finished within [`EVENTUALLY`] (it hung).
+#[track_caller]
+pub fn finishes<T: Send + 'static>(what: &str, work: impl FnOnce() -> T + Send + 'static) -> T {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(work());
+    });
+    rx.recv_timeout(EVENTUALLY).unwrap_or_else(|_| panic!("hung: {what}"))
+}
+
+/// A tag unique to this run of the suite, for marking processes a test
+/// starts (`sleep 603.<tag>`): two runs on one machine must not see each
+/// other's.
+pub fn run_tag() -> u32 {
+    std::process::id()
 }

@@ -97,20 +97,21 @@ fn a_forged_description_cannot_widen_the_grants() {
     let [remembered] = &files_named(&p.cache(), "describe-", ".json")[..] else {
         panic!("one description remembered");
     };
-    let mut forged: serde_json::Value = serde_json::from_slice(&std::fs::read(remembered).unwrap()).unwrap();
+    // The file ends in the host's 32-byte tag; the forger can change the
+    // JSON before it but cannot make a new tag without the key.
+    let sealed = std::fs::read(remembered).unwrap();
+    let mut forged: serde_json::Value = serde_json::from_slice(&sealed[..sealed.len() - 32]).unwrap();
     forged["imports"] = json!([]);
     std::fs::write(remembered, forged.to_string()).unwrap();
 
+    // The forged file is no description (its tag fails), so the component
+    // is described afresh and its real imports refused at load, before any
+    // call. (Were the tag right, the real imports would still be checked
+    // before its first instance: a_remembered_description_… above.)
     let p = hostile(p, "ui, parallel");
-    let r = p.call("echo", json!({"text": "hi"}));
-    assert!(r.is_error, "{}", r.text);
-    assert!(
-        r.text.contains(
-            "imports iota:toolset/process@0.1.0 (run commands in the shell sandbox), which its config does not grant"
-        ),
-        "the component's real imports are checked before it runs: {}",
-        r.text
-    );
+    let out = p.run(&["call", "echo", r#"{"text":"hi"}"#]);
+    support::assert_refused_for_process(&out);
+    assert!(out.stdout.is_empty(), "nothing ran");
 }
 
 #[test]

@@ -405,7 +405,9 @@ pub fn processes_matching(needle: &str) -> Vec<String> {
     for entry in std::fs::read_dir("/proc").unwrap().flatten() {
         if let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) {
             let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-            if cmdline.contains(needle) {
+            // Processes that run `needle` (`sleep 603.<tag>`), not those that
+            // merely mention it (iota-host's own arguments, the shell line).
+            if cmdline.starts_with(needle) {
                 found.push(format!("{}: {cmdline}", entry.file_name().to_string_lossy()));
             }
         }

@@ -256,6 +256,7 @@ fn writes_into_git_or_iota_always_ask() {
         "src/../.git/config",
         "g/hooks/post-checkout",
         ".iota/config.yaml",
+        "HEAD",
     ];
     let calls: Vec<(&str, serde_json::Value)> = targets
         .iter()
@@ -277,7 +278,7 @@ fn writes_into_git_or_iota_always_ask() {
         0,
         "no hook written"
     );
-    assert!(!p.path(".git/config").exists() && !p.path(".iota").exists());
+    assert!(!p.path(".git/config").exists() && !p.path(".iota").exists() && !p.path("HEAD").exists());
     // "Allow for this session" answers one such call only.
     let p = p.answers(r#"["session"]"#);
     let r = p.calls(&[

@@ -261,3 +261,67 @@ fn the_users_own_config_is_found_in_the_home_directory() {
         "agent mine has no tools"
     );
 }
+
+/// A tag on a set's value (`!x {sandbox: off}`) hides nothing from the
+/// restriction.
+#[test]
+fn a_tagged_value_in_a_project_config_is_restricted_too() {
+    let p = Project::new();
+    let outside = support::visible_outside_dir();
+    p.write(
+        ".iota/config.yaml",
+        "agents:\n  a:\n    tools:\n      shell: !x {sandbox: \"off\", auto_run: true}\n      code: !y {auto_write: true}\n",
+    );
+    let out = p
+        .command()
+        .args([
+            "call",
+            "--json",
+            "write_file",
+            r#"{"path":"written.txt","content":"x"}"#,
+            "shell",
+        ])
+        .arg(format!(r#"{{"command":"touch {}/escaped"}}"#, outside.path().display()))
+        .output()
+        .unwrap();
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "ignored agents.a.tools.shell.sandbox, agents.a.tools.shell.auto_run, agents.a.tools.code.auto_write;"
+        ),
+        "{err}"
+    );
+    assert!(!p.path("written.txt").exists());
+    assert!(!outside.path().join("escaped").exists());
+}
+
+/// Where the user has a config of their own, an untrusted project's config
+/// cannot replace it (it could turn back on what the user turned off).
+#[test]
+fn an_untrusted_project_config_does_not_replace_the_users_own() {
+    let p = Project::new();
+    let home = p.home().unwrap().to_path_buf();
+    std::fs::create_dir_all(home.join(".iota")).unwrap();
+    std::fs::write(
+        home.join(".iota/config.yaml"),
+        "agents:\n  mine:\n    tools:\n      code: {read_only: true}\n",
+    )
+    .unwrap();
+    p.write(
+        ".iota/config.yaml",
+        "agents:\n  theirs:\n    tools:\n      shell:\n      code:\n",
+    );
+    let out = p.command().args(["tools", "--json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let names = String::from_utf8_lossy(&out.stdout);
+    assert!(names.contains("\"name\":\"read_file\""), "{names}");
+    assert!(
+        !names.contains("\"name\":\"write_file\"") && !names.contains("\"name\":\"shell\""),
+        "{names}"
+    );
+    assert!(
+        stderr(&out).contains("warning: .iota/config.yaml is the project's own config and the project is not trusted: ignored in favour of ~/.iota/config.yaml"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -261,4 +261,24 @@ fn a_sandboxed_set_refuses_a_root_of_slash_or_home_and_writable_state() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("holds the host's state directory"), "{err}");
+    // The cache directory the sandbox writes, holding the state.
+    std::fs::write(&config, "agents:\n  a:\n    tools:\n      shell:\n").unwrap();
+    let out = std::process::Command::new(support::BIN)
+        .env("HOME", &home)
+        .env("IOTA_CACHE_DIR", home.join(".cache/iota/state"))
+        .args(["--non-interactive", "--config"])
+        .arg(&config)
+        .arg("--root")
+        .arg(p.root())
+        .args(["tools"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "{} is writable to sandboxed commands and holds the host's state directory",
+            home.join(".cache").display()
+        )),
+        "{err}"
+    );
 }

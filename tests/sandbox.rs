@@ -628,6 +628,7 @@ fn an_iota_call_cannot_choose_its_own_config_answers_audit_or_root() {
         "agents:\n  default:\n    tools:\n      shell: {sandbox: off, auto_run: true}\n      code: {auto_write: true}\n",
     );
     p.write("answers.json", r#"["session", "session", "session"]"#);
+    std::fs::create_dir_all(p.path(".git")).unwrap();
     let proof = home.path().join("proof");
     let inner = json!({"command": format!("touch {}", proof.display())}).to_string();
     let write = json!({"path": proof.display().to_string(), "content": "x"}).to_string();
@@ -644,6 +645,8 @@ fn an_iota_call_cannot_choose_its_own_config_answers_audit_or_root() {
             format!("{bin} --root / call write_file '{write}'"),
             "the project root / is outside",
         ),
+        (format!("{bin} --root .git tools"), "inside its .git, .iota or HEAD"),
+        (format!("{bin} inspect /etc/passwd"), "inspect reads only files inside"),
         // A project config the sandbox could have written is not read
         // either: the child's shell stays sandboxed, and its touch fails.
         (format!("{bin} call shell '{inner}'"), "Read-only file system"),
@@ -842,4 +845,18 @@ fn a_relative_iota_config_is_not_read_from_the_models_directory() {
         "{text}"
     );
     assert!(!proof.exists(), "the model's config was not used");
+}
+
+/// An iota line run from a directory outside the project is not an iota
+/// call: the child's relative paths would resolve there.
+#[test]
+fn an_iota_line_from_outside_the_root_stays_in_the_sandbox() {
+    let Some(p) = sandboxed() else { return };
+    let p = p.config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n");
+    let elsewhere = support::visible_outside_dir();
+    let r = p.call(
+        "shell",
+        json!({"command": format!("{} --version", support::BIN), "cwd": elsewhere.path()}),
+    );
+    assert!(!r.header.ends_with("(outside the sandbox)"), "{}", r.header);
 }

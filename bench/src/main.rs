@@ -12,6 +12,7 @@
 //! asserts on time: the numbers are for reading.
 
 mod code;
+mod mcp;
 mod report;
 mod shell;
 mod timing;
@@ -23,8 +24,8 @@ use std::process::Command;
 
 fn main() {
     let which = std::env::args().nth(1).unwrap_or_else(|| "all".into());
-    if !matches!(which.as_str(), "all" | "code" | "shell" | "small" | "grep") {
-        eprintln!("usage: iota-bench [all|code|shell|small|grep]");
+    if !matches!(which.as_str(), "all" | "code" | "shell" | "small" | "grep" | "mcp") {
+        eprintln!("usage: iota-bench [all|code|shell|small|grep|mcp]");
         std::process::exit(2);
     }
     let workspace = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
@@ -42,11 +43,14 @@ unless the row says end to end.",
     match which.as_str() {
         "small" => code::run_small(&mut report, &iota_host),
         "grep" => code::run_grep(&mut report),
-        "shell" => {}
+        "shell" | "mcp" => {}
         _ => code::run(&mut report, &iota_host),
     }
     if matches!(which.as_str(), "all" | "shell") {
         shell::run(&mut report);
+    }
+    if matches!(which.as_str(), "all" | "mcp") {
+        mcp::run(&mut report, &iota_host);
     }
     if which == "all" {
         let out = workspace.join("BENCHMARKS.md");

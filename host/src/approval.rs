@@ -56,10 +56,11 @@ impl Decision {
     }
 }
 
-/// Directories under the root whose files change what runs outside any
-/// sandbox: git runs hooks and `core.fsmonitor` from `.git`, and iota-host
-/// reads its project config from `.iota`.
-pub const PROTECTED_DIRS: [&str; 2] = [".git", ".iota"];
+/// Paths under the root whose contents change what runs outside any
+/// sandbox: git runs hooks and `core.fsmonitor` from `.git` (and finds a
+/// bare repository at the root by its `HEAD`), and iota-host reads its
+/// project config from `.iota`. The same list the sandbox keeps read-only.
+pub const PROTECTED_DIRS: &[&str] = crate::shell::sandbox::PROTECTED_AT_ROOT;
 
 /// Decides whether one call runs. `header` is shown in the question; the
 /// writer's diff comes from the toolset's `preview`, computed read-only. A

@@ -129,6 +129,14 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     if matches!(cli.command, Command::Call { .. }) {
         crate::caps::warm_up(engine.wasmtime());
     }
+    if let (Command::Inspect { file, .. }, Some(model_root)) = (&cli.command, &model_root)
+        && !std::fs::canonicalize(file).is_ok_and(|f| f.starts_with(model_root))
+    {
+        return Err(UsageError(anyhow::anyhow!(
+            "inspect reads only files inside {} here: a command line a model wrote (the shell tool's iota exception) may not read files outside its project",
+            model_root.display()
+        )));
+    }
     if let Command::Inspect { file, json } = &cli.command {
         let config = Config::discover(cli.config.as_deref()).ok();
         let report = crate::inspect::inspect(&engine, file, config.as_ref()).map_err(UsageError)?;
@@ -143,11 +151,16 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     let config = Config::discover_from(cli.config.as_deref(), model_root.is_none()).map_err(UsageError)?;
     let agent = config.agent(cli.agent.as_deref()).map_err(UsageError)?;
     let root = project_root(cli.root.as_deref()).map_err(UsageError)?;
+    let inside_protected = |root: &Path, model_root: &Path| {
+        crate::approval::PROTECTED_DIRS
+            .iter()
+            .any(|dir| root.starts_with(model_root.join(dir)))
+    };
     if let Some(model_root) = &model_root
-        && !std::fs::canonicalize(&root).is_ok_and(|r| r.starts_with(model_root))
+        && !std::fs::canonicalize(&root).is_ok_and(|r| r.starts_with(model_root) && !inside_protected(&r, model_root))
     {
         return Err(UsageError(anyhow::anyhow!(
-            "the project root {} is outside {}: a command line a model wrote (the shell tool's iota exception) stays in its session's project",
+            "the project root {} is outside {} or inside its .git, .iota or HEAD: a command line a model wrote (the shell tool's iota exception) stays in its session's project, out of what git and iota-host trust",
             root.display(),
             model_root.display()
         )));

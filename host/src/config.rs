@@ -179,16 +179,28 @@ impl Config {
         }
         let project_config = PathBuf::from(".iota/config.yaml");
         let home_config = home_config();
+        let user_config = home_config
+            .as_deref()
+            .filter(|p| p.is_file())
+            .map(|p| Config::load(p, Trust::Full))
+            .transpose()?;
         if project && project_config.is_file() {
-            let trusted = home_config
-                .as_deref()
-                .filter(|p| p.is_file())
-                .and_then(|p| Config::load(p, Trust::Full).ok())
-                .is_some_and(|user| user.trusts(Path::new(".")));
-            return Config::load(&project_config, if trusted { Trust::Full } else { Trust::Project });
+            return match user_config {
+                Some(user) if user.trusts(Path::new(".")) => Config::load(&project_config, Trust::Full),
+                // The user's own config stands; an untrusted project's cannot
+                // replace it (it could re-enable what the user turned off).
+                Some(mut user) => {
+                    user.warnings.push(format!(
+                        "{} is the project's own config and the project is not trusted: ignored in favour of ~/.iota/config.yaml; to use it, list the project under trusted_projects: there",
+                        project_config.display()
+                    ));
+                    Ok(user)
+                }
+                None => Config::load(&project_config, Trust::Project),
+            };
         }
-        match home_config.filter(|p| p.is_file()) {
-            Some(path) => Config::load(&path, Trust::Full),
+        match user_config {
+            Some(user) => Ok(user),
             None => Config::parse(EMBEDDED_DEFAULT, "(embedded default)", Path::new(".")),
         }
     }
@@ -547,6 +559,18 @@ enum Trust {
     Project,
 }
 
+/// `value` with every YAML tag removed, at any depth.
+fn untag(value: &mut Value) {
+    while let Value::Tagged(tagged) = value {
+        *value = std::mem::take(&mut tagged.value);
+    }
+    match value {
+        Value::Mapping(map) => map.values_mut().for_each(untag),
+        Value::Sequence(items) => items.iter_mut().for_each(untag),
+        _ => {}
+    }
+}
+
 /// `~/.iota/config.yaml`.
 fn home_config() -> Option<PathBuf> {
     std::env::var_os("HOME")
@@ -559,6 +583,9 @@ fn home_config() -> Option<PathBuf> {
 /// stays can only restrict: disabling sets, `read_only`, `sandbox: auto`,
 /// a lower `max_processes`, fewer agents.
 pub fn restrict(doc: &mut Value) -> Vec<String> {
+    // A tag (`!x {sandbox: off}`) would hide a mapping from the checks below
+    // and be dropped later anyway: gone first, everywhere.
+    untag(doc);
     let mut ignored = Vec::new();
     let Value::Mapping(top) = doc else {
         return ignored;

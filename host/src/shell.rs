@@ -186,6 +186,12 @@ impl ShellToolset {
         if !self.sandboxed() {
             return Regime::Unsandboxed;
         }
+        // Only from inside the project: outside it, the child's relative
+        // paths (its config's write: entries, say) would resolve elsewhere.
+        let root = std::fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone());
+        if !std::fs::canonicalize(cwd).is_ok_and(|cwd| cwd.starts_with(&root)) {
+            return Regime::Sandboxed;
+        }
         match iota::iota_call(
             line,
             self.running_binary.as_deref(),
@@ -538,7 +544,13 @@ fn hidden_paths() -> Vec<PathBuf> {
 /// What sandboxed commands under `config` at `root` may write: nothing
 /// the host runs or trusts is looked up there.
 fn writable_dirs(config: &ShellConfig, root: &Path) -> Vec<PathBuf> {
+    // An iota exception's process counts its parent's root too: the
+    // parent's sandboxed commands wrote there.
+    let parent_root = std::env::var_os(MODEL_ROOT_VAR)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
     std::iter::once(root.to_path_buf())
+        .chain(parent_root)
         .chain(cache_dir())
         .chain(config.write.iter().cloned())
         .collect()
@@ -546,12 +558,17 @@ fn writable_dirs(config: &ShellConfig, root: &Path) -> Vec<PathBuf> {
 
 /// The cache directory the sandbox lets commands write (created if missing).
 fn cache_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("XDG_CACHE_HOME")
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    let dir = cache_dir_path()?;
     std::fs::create_dir_all(&dir).ok()?;
     Some(dir)
+}
+
+/// `$XDG_CACHE_HOME`, else `~/.cache`: the spec's cache directory.
+pub fn cache_dir_path() -> Option<PathBuf> {
+    std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
 }
 
 /// `/tmp/iota-jobs-<random>`: every command's log, uncapped. One per process,

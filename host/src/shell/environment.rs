@@ -35,6 +35,7 @@ const SECRET_PARTS: &[&str] = &[
     "DSN",
     "WEBHOOK",
     "_PAT",
+    "_PW",
 ];
 
 /// Prefixes of names that belong to a cloud provider's credentials.
@@ -61,16 +62,20 @@ pub fn looks_secret(name: &str) -> bool {
         || upper.starts_with("IOTA_")
 }
 
-/// Whether a value carries credentials whatever its name: a URL with a
-/// password in it (`DATABASE_URL`, `HTTPS_PROXY`).
+/// Whether a value carries credentials whatever its name: a URL with user
+/// information in it (`postgres://app:pw@db`, `https://ghp_…@github.com`), or
+/// a secret-named query parameter (`?password=…`).
 pub fn holds_secret(value: &std::ffi::OsStr) -> bool {
     let value = value.to_string_lossy();
-    value.split("://").skip(1).any(|rest| {
+    let userinfo = value.split("://").skip(1).any(|rest| {
         let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-        authority
-            .rsplit_once('@')
-            .is_some_and(|(userinfo, _)| userinfo.contains(':'))
-    })
+        authority.contains('@')
+    });
+    let lower = value.to_ascii_lowercase();
+    let query = ["password=", "passwd=", "pwd=", "token=", "secret=", "key="]
+        .iter()
+        .any(|p| lower.contains(&format!("?{p}")) || lower.contains(&format!("&{p}")));
+    userinfo || query
 }
 
 impl EnvPolicy {
@@ -136,6 +141,9 @@ mod tests {
         assert!(holds_secret("postgres://app:hunter2@db:5432/app".as_ref()));
         assert!(holds_secret("http://user:pw@proxy:3128".as_ref()));
         assert!(!holds_secret("https://example.com/a@b".as_ref()));
+        assert!(holds_secret("https://ghp_abc123@github.com/x".as_ref()));
+        assert!(holds_secret("postgres://db/app?password=pw123".as_ref()));
+        assert!(looks_secret("DB_PW"));
         assert!(!holds_secret("/usr/bin:/bin".as_ref()));
         let policy = EnvPolicy {
             pass: vec!["GITHUB_TOKEN".into()],

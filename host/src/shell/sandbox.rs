@@ -161,7 +161,9 @@ pub fn refusal(config: &super::config::ShellConfig, root: &Path, home: Option<&P
         ));
     }
     let state = crate::host_state::default_dir().map(|d| canonical(&d))?;
+    let cache = super::cache_dir_path();
     std::iter::once(&root)
+        .chain(cache.iter())
         .chain(config.write.iter())
         .map(|dir| canonical(dir))
         .find(|dir| state.starts_with(dir))
@@ -208,6 +210,22 @@ pub struct Policy {
 /// a read-only mount.
 pub const CREDENTIAL_STORES: &[&str] = &[
     ".ssh",
+    ".npmrc",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".config/git/credentials",
+    ".claude",
+    ".codex",
+    ".config/glab-cli",
+    ".config/hub",
+    ".gem/credentials",
+    ".terraform.d",
+    ".vault-token",
+    ".m2/settings.xml",
+    ".pulumi",
+    ".bash_history",
+    ".zsh_history",
+    ".python_history",
     ".gnupg",
     ".aws",
     ".azure",

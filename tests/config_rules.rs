@@ -183,18 +183,7 @@ fn a_project_config_may_restrict_but_never_loosen() {
             support::COMPONENTS
         ),
     );
-    let out = p
-        .command()
-        .args([
-            "call",
-            "--json",
-            "write_file",
-            r#"{"path":"written.txt","content":"x"}"#,
-        ])
-        .arg("shell")
-        .arg(format!(r#"{{"command":"touch {}/escaped"}}"#, outside.path().display()))
-        .output()
-        .unwrap();
+    let out = write_and_escape(&p, outside.path());
     let err = stderr(&out);
     assert!(
         err.contains("warning: .iota/config.yaml is the project's own config, which may restrict but not loosen what runs: ignored toolsets, audit, agents.default.tools.todo, agents.default.tools.shell.sandbox, agents.default.tools.shell.auto_run, agents.default.tools.shell.network, agents.default.tools.shell.write, agents.default.tools.shell.env, agents.default.tools.shell.max_processes, agents.default.tools.code.auto_write; to trust this project, list it in ~/.iota/config.yaml under trusted_projects: ["),
@@ -272,18 +261,7 @@ fn a_tagged_value_in_a_project_config_is_restricted_too() {
         ".iota/config.yaml",
         "agents:\n  a:\n    tools:\n      shell: !x {sandbox: \"off\", auto_run: true}\n      code: !y {auto_write: true}\n",
     );
-    let out = p
-        .command()
-        .args([
-            "call",
-            "--json",
-            "write_file",
-            r#"{"path":"written.txt","content":"x"}"#,
-            "shell",
-        ])
-        .arg(format!(r#"{{"command":"touch {}/escaped"}}"#, outside.path().display()))
-        .output()
-        .unwrap();
+    let out = write_and_escape(&p, outside.path());
     let err = stderr(&out);
     assert!(
         err.contains(
@@ -324,4 +302,20 @@ fn an_untrusted_project_config_does_not_replace_the_users_own() {
         "{}",
         stderr(&out)
     );
+}
+
+/// What a loosened config would let through: a write without asking and a
+/// command that touches `outside` (which only an unsandboxed run can).
+fn write_and_escape(p: &Project, outside: &std::path::Path) -> std::process::Output {
+    p.command()
+        .args([
+            "call",
+            "--json",
+            "write_file",
+            r#"{"path":"written.txt","content":"x"}"#,
+            "shell",
+        ])
+        .arg(format!(r#"{{"command":"touch {}/escaped"}}"#, outside.display()))
+        .output()
+        .unwrap()
 }

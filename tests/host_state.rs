@@ -250,30 +250,23 @@ fn a_sandboxed_set_refuses_a_root_of_slash_or_home_and_writable_state() {
         ),
     )
     .unwrap();
-    let out = std::process::Command::new(support::BIN)
-        .env("IOTA_CACHE_DIR", p.outside().join("state"))
-        .args(["--non-interactive", "--config"])
-        .arg(&config)
-        .arg("--root")
-        .arg(p.root())
-        .args(["tools"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    // What loading the sets says with the state kept at `state`.
+    let stderr_with_state = |state: &std::path::Path| {
+        let mut command = std::process::Command::new(support::BIN);
+        p.isolate(&mut command)
+            .env("IOTA_CACHE_DIR", state)
+            .args(["--non-interactive", "--config"])
+            .arg(&config)
+            .arg("--root")
+            .arg(p.root())
+            .arg("tools");
+        String::from_utf8_lossy(&command.output().unwrap().stderr).into_owned()
+    };
+    let err = stderr_with_state(&p.outside().join("state"));
     assert!(err.contains("holds the host's state directory"), "{err}");
     // The cache directory the sandbox writes, holding the state.
     std::fs::write(&config, "agents:\n  a:\n    tools:\n      shell:\n").unwrap();
-    let out = std::process::Command::new(support::BIN)
-        .env("HOME", &home)
-        .env("IOTA_CACHE_DIR", home.join(".cache/iota/state"))
-        .args(["--non-interactive", "--config"])
-        .arg(&config)
-        .arg("--root")
-        .arg(p.root())
-        .args(["tools"])
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr_with_state(&home.join(".cache/iota/state"));
     assert!(
         err.contains(&format!(
             "{} is writable to sandboxed commands and holds the host's state directory",

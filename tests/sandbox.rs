@@ -860,3 +860,50 @@ fn an_iota_line_from_outside_the_root_stays_in_the_sandbox() {
     );
     assert!(!r.header.ends_with("(outside the sandbox)"), "{}", r.header);
 }
+
+/// A background command flips `d` between nothing and a link to `.git`
+/// while the model writes `d/commondir` under `auto_write`: the gate's look
+/// at the path and the write happen while the session's sandboxed commands
+/// stand still, so no write lands in `.git` unasked, however the flips fall.
+#[test]
+fn a_link_flipped_under_a_write_never_lands_it_in_git() {
+    let Some(p) = sandboxed() else { return };
+    let p = p.config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n      code: {auto_write: true}\n");
+    std::fs::create_dir_all(p.path(".git")).unwrap();
+    p.write(
+        "flip.py",
+        "import os, shutil, time\nflips = 0\nopen('started', 'w').close()\nwhile not os.path.exists('stop'):\n    try:\n        os.symlink('.git', 'd'); flips += 1\n    except OSError:\n        pass\n    time.sleep(0.002)\n    if os.path.islink('d'):\n        os.unlink('d')\n    elif os.path.isdir('d'):\n        shutil.rmtree('d', ignore_errors=True)\n    time.sleep(0.002)\nopen('flips', 'w').write(str(flips))\n",
+    );
+    let mut calls: Vec<(&str, serde_json::Value)> = vec![
+        ("shell", json!({"command": "python3 flip.py", "background": true})),
+        (
+            "shell",
+            json!({"command": "while [ ! -e started ]; do sleep 0.01; done; echo flipping"}),
+        ),
+    ];
+    // Writes, each after a pause in which the flips go on.
+    for _ in 0..150 {
+        calls.push(("shell", json!({"command": "sleep 0.005"})));
+        calls.push(("write_file", json!({"path": "d/commondir", "content": "../evil\n"})));
+    }
+    // The job ends when told (the call waits for its jobs).
+    calls.push(("shell", json!({"command": "touch stop"})));
+    let rs = p.calls(&calls);
+    assert_eq!(rs[1].text, "flipping");
+    support::eventually("the flipper stopped", || p.path("flips").exists());
+    let flips: u32 = String::from_utf8(p.read("flips")).unwrap().parse().unwrap();
+    assert!(flips > 100, "the link was flipped throughout ({flips} times)");
+    assert!(
+        !p.path(".git/commondir").exists(),
+        "a write landed in .git unasked: {:?} {:?}",
+        std::fs::read_dir(p.path(".git"))
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect::<Vec<_>>(),
+        rs.iter()
+            .filter(|r| r.tool == "write_file")
+            .map(|r| r.text.chars().take(40).collect::<String>())
+            .collect::<std::collections::BTreeSet<_>>()
+    );
+}

@@ -57,6 +57,10 @@ impl AgentTools {
         let header = set
             .header(&call.tool, &call.args)
             .unwrap_or_else(|| header_guess(&call.tool, &call.args));
+        // A tool that may write decides (the gate resolves its path) and
+        // writes while the session's sandboxed commands stand still: none can
+        // swap a link under the path in between (`d` → `.git`).
+        let _still = (!spec.read_only && set.name() != crate::shell::NAME).then(|| session.pause_sandboxes());
         let decision = approval::gate(set, spec, session, ui, &call.args, &header, self.root());
         let result = match &decision {
             Decision::Refused(text) => ToolResult {

@@ -393,6 +393,9 @@ impl ShellToolset {
             .map_err(|e| fail(format!("failed to run: {e}")))?;
         let running = Running::start(launch, &cwd, log.clone(), timeout, contained)
             .map_err(|e| fail(format!("failed to run: {e}")))?;
+        if contained {
+            session.track_sandboxed(&running);
+        }
         // The label is the command as the header shows it, without the tool name
         // and the (background) mark.
         let shown = header.strip_prefix("shell ").unwrap_or(&header);
@@ -482,6 +485,9 @@ impl ShellToolset {
             .map_err(|e| format!("failed to run: {e}"))?;
         let running =
             Running::start(launch, &cwd, log.clone(), timeout, contained).map_err(|e| format!("failed to run: {e}"))?;
+        if contained {
+            session.track_sandboxed(&running);
+        }
         session.track_foreground(&running);
         let ending = running.wait(None);
         let _ = std::fs::remove_file(&log);

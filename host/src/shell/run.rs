@@ -55,6 +55,8 @@ pub struct Running {
     /// Whether a PID namespace holds every process it starts (sandboxed):
     /// killing its leader then kills them all, and no sweep is needed.
     contained: bool,
+    /// The pids cgroup every process it starts is in, when it has one.
+    cgroup: Option<PathBuf>,
     state: Mutex<State>,
     done: Condvar,
     stop: Mutex<Option<Ending>>,
@@ -148,6 +150,7 @@ impl Running {
         });
         let inherit: Vec<i32> = launch.inherit.iter().map(|fd| fd.as_raw_fd()).collect();
         let mut processes = launch.processes.take();
+        let cgroup_dir = processes.as_ref().and_then(|p| p.dir().map(Path::to_path_buf));
         let cgroup_procs = processes.as_mut().and_then(|p| p.take_procs());
         let cgroup = cgroup_procs.as_ref().map(|fd| fd.as_raw_fd());
         let max_processes = processes.as_ref().and_then(|p| p.rlimit());
@@ -187,6 +190,7 @@ impl Running {
             log,
             marker,
             contained,
+            cgroup: cgroup_dir,
             state: Mutex::new(State::default()),
             done: Condvar::new(),
             stop: Mutex::new(None),
@@ -278,6 +282,16 @@ impl Running {
             }
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    /// Every process of the command now, by its cgroup (host pids); none
+    /// without one.
+    pub fn processes(&self) -> Vec<i32> {
+        self.cgroup
+            .as_ref()
+            .and_then(|dir| std::fs::read_to_string(dir.join("cgroup.procs")).ok())
+            .map(|procs| procs.lines().filter_map(|l| l.trim().parse().ok()).collect())
+            .unwrap_or_default()
     }
 
     /// Asks the watcher to stop the command, recording why.

@@ -58,7 +58,8 @@ fn a_two_question_choose_and_an_approval_answered_with_keys() {
     );
     let cleanup = scopeguard(&session);
 
-    let screen = wait_for(&session, "Which extras?");
+    // The surface is drawn line by line: wait for its last line.
+    let screen = wait_for(&session, "Enter submit all · Esc decline");
     // The surface: tabs, the question, its choices with descriptions, Other…, the key help.
     assert!(screen.contains("[Extras]  Language"), "{screen}");
     assert!(screen.contains("> [ ] Tests"), "{screen}");
@@ -79,7 +80,8 @@ fn a_two_question_choose_and_an_approval_answered_with_keys() {
     assert!(screen.contains(" Extras  [Language]"), "{screen}");
     tmux(&session, &["send-keys", "-t", &session, "Enter"]);
     // The approval question shows the writer's diff and the three answers.
-    let screen = wait_for(&session, "Allow write_file picked.txt");
+    // The question is drawn line by line: wait for its last answer.
+    let screen = wait_for(&session, "Allow for this session\n  Deny");
     assert!(
         screen.contains("+++ b/picked.txt") && screen.contains("+hi"),
         "{screen}"
@@ -155,7 +157,7 @@ fn escape_sequences_in_an_approval_question_are_shown_inert() {
         &["new-session", "-d", "-s", &session, "-x", "160", "-y", "20", &script],
     );
     let cleanup = scopeguard(&session);
-    let screen = wait_for(&session, "Allow shell touch pwned");
+    let screen = wait_for(&session, "Allow for this session\n  Deny");
     assert!(
         screen.contains("Allow shell touch pwned ^[[2K^[[1A^[[2K^[]0;title^G^MAllow shell ls -la"),
         "{screen}"

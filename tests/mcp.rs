@@ -316,7 +316,7 @@ fn closing_the_connection_kills_its_jobs() {
             .unwrap()
             .starts_with("Started background job b")
     );
-    assert!(!support::processes_matching(&marker).is_empty());
+    support::eventually("the job runs", || !support::processes_matching(&marker).is_empty());
     assert!(raw.close().success());
     support::eventually("the session's job died with it", || {
         support::processes_matching(&marker).is_empty()

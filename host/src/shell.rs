@@ -115,6 +115,8 @@ pub struct ShellToolset {
     config: ShellConfig,
     sandbox: Sandbox,
     root: PathBuf,
+    /// `root` with its links resolved, for telling whether a directory is in it.
+    canonical_root: PathBuf,
     interpreter: Interpreter,
     running_binary: Option<PathBuf>,
     /// Why sandboxed commands cannot run with this root and config
@@ -132,14 +134,14 @@ impl ShellToolset {
         let sandbox = if config.sandbox == SandboxMode::Off {
             Sandbox::Unavailable
         } else {
-            Sandbox::detect(&writable_dirs(&config, root))
+            Sandbox::detect(&sandbox::writable_dirs(&config, root))
         };
         ShellToolset::with_sandbox(config, root, sandbox)
     }
 
     /// The same with an explicit sandbox (tests, embedders that decided already).
     pub fn with_sandbox(config: ShellConfig, root: &Path, sandbox: Sandbox) -> ShellToolset {
-        let interpreter = Interpreter::from_env().resolved(&writable_dirs(&config, root));
+        let interpreter = Interpreter::from_env().resolved(&sandbox::writable_dirs(&config, root));
         let sandboxed = config.sandbox == SandboxMode::Auto && sandbox.is_available();
         let spec = ToolSpec {
             name: NAME.into(),
@@ -162,6 +164,7 @@ impl ShellToolset {
             config,
             sandbox,
             root: root.to_path_buf(),
+            canonical_root: std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf()),
             interpreter,
             running_binary,
             spec: [spec],
@@ -188,8 +191,7 @@ impl ShellToolset {
         }
         // Only from inside the project: outside it, the child's relative
         // paths (its config's write: entries, say) would resolve elsewhere.
-        let root = std::fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone());
-        if !std::fs::canonicalize(cwd).is_ok_and(|cwd| cwd.starts_with(&root)) {
+        if !std::fs::canonicalize(cwd).is_ok_and(|cwd| cwd.starts_with(&self.canonical_root)) {
             return Regime::Sandboxed;
         }
         match iota::iota_call(
@@ -264,12 +266,13 @@ impl ShellToolset {
         // be read from the directory the model chose, which the sandbox writes.
         let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
             .filter(|(k, _)| k != MODEL_ROOT_VAR)
-            .map(|(k, v)| match k == "IOTA_CONFIG" && !v.is_empty() {
-                true => {
+            .map(|(k, v)| {
+                if k == "IOTA_CONFIG" && !v.is_empty() {
                     let absolute = std::path::absolute(&v).unwrap_or_else(|_| PathBuf::from(&v));
                     (k, absolute.into_os_string())
+                } else {
+                    (k, v)
                 }
-                false => (k, v),
             })
             .collect();
         env.push((MODEL_ROOT_VAR.into(), self.root.clone().into_os_string()));
@@ -544,21 +547,6 @@ fn hidden_paths() -> Vec<PathBuf> {
             home.iter()
                 .flat_map(|home| sandbox::CREDENTIAL_STORES.iter().map(|p| home.join(p))),
         )
-        .collect()
-}
-
-/// What sandboxed commands under `config` at `root` may write: nothing
-/// the host runs or trusts is looked up there.
-fn writable_dirs(config: &ShellConfig, root: &Path) -> Vec<PathBuf> {
-    // An iota exception's process counts its parent's root too: the
-    // parent's sandboxed commands wrote there.
-    let parent_root = std::env::var_os(MODEL_ROOT_VAR)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from);
-    std::iter::once(root.to_path_buf())
-        .chain(parent_root)
-        .chain(cache_dir())
-        .chain(config.write.iter().cloned())
         .collect()
 }
 

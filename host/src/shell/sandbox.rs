@@ -161,10 +161,8 @@ pub fn refusal(config: &super::config::ShellConfig, root: &Path, home: Option<&P
         ));
     }
     let state = crate::host_state::default_dir().map(|d| canonical(&d))?;
-    let cache = super::cache_dir_path();
-    std::iter::once(&root)
-        .chain(cache.iter())
-        .chain(config.write.iter())
+    writable_dirs(config, &root)
+        .iter()
         .map(|dir| canonical(dir))
         .find(|dir| state.starts_with(dir))
         .map(|dir| {
@@ -174,6 +172,21 @@ pub fn refusal(config: &super::config::ShellConfig, root: &Path, home: Option<&P
                 state.display()
             )
         })
+}
+
+/// What sandboxed commands under `config` at `root` may write (the root,
+/// the cache directory, `write:` paths, and for an iota exception's process
+/// its parent's root, which the parent's sandboxed commands wrote): nothing
+/// the host runs or trusts is looked up or kept there.
+pub fn writable_dirs(config: &super::config::ShellConfig, root: &Path) -> Vec<PathBuf> {
+    let parent_root = std::env::var_os(super::MODEL_ROOT_VAR)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from);
+    std::iter::once(root.to_path_buf())
+        .chain(parent_root)
+        .chain(super::cache_dir_path())
+        .chain(config.write.iter().cloned())
+        .collect()
 }
 
 /// What one sandboxed command may do.

@@ -219,6 +219,13 @@ impl Lexer {
         self.chars.get(self.at + offset).copied()
     }
 
+    /// The character here, consumed.
+    fn next(&mut self) -> Option<char> {
+        let c = self.peek()?;
+        self.at += 1;
+        Some(c)
+    }
+
     fn skip_blanks(&mut self) {
         while matches!(self.peek(), Some(' ' | '\t')) {
             self.at += 1;
@@ -235,8 +242,7 @@ impl Lexer {
                 '\'' => {
                     self.at += 1;
                     loop {
-                        let c = self.peek()?;
-                        self.at += 1;
+                        let c = self.next()?;
                         match c {
                             '\'' => break,
                             c if c.is_control() => return None,
@@ -247,8 +253,7 @@ impl Lexer {
                 '"' => {
                     self.at += 1;
                     loop {
-                        let c = self.peek()?;
-                        self.at += 1;
+                        let c = self.next()?;
                         match c {
                             '"' => break,
                             '\\' => match self.peek()? {
@@ -300,8 +305,7 @@ impl Lexer {
             (Some('<' | '>'), _) => None,
             _ => return Some(None),
         };
-        let op = self.peek()?;
-        self.at += 1;
+        let op = self.next()?;
         if op == '<' {
             if let Some('<' | '>' | '&' | '(') = self.peek() {
                 return None;
@@ -318,8 +322,7 @@ impl Lexer {
         match self.peek() {
             Some('&') => {
                 self.at += 1;
-                let to = self.peek()?;
-                self.at += 1;
+                let to = self.next()?;
                 if !matches!(self.peek(), None | Some(' ' | '\t')) || !matches!(to, '1' | '2') {
                     return None;
                 }

@@ -181,11 +181,14 @@ fn a_cancelled_call_stops_its_command_and_the_session_goes_on() {
     assert_eq!(raw.reply(4)["result"]["content"][0]["text"], "still here");
 }
 
-#[test]
-fn elicitation_carries_approvals_choose_and_confirm() {
+/// Approvals, `choose` and `confirm` through a client that answers forms, in
+/// the protocol era `mode` selects ("auto": 2026-07-28 with multi round-trip
+/// requests; "legacy": the initialize handshake with elicitation requests).
+fn questions_reach_the_client(mode: &str, protocol: &str) {
     let Some(python) = python() else { return };
     let p = Project::new().config("agents:\n  a:\n    tools:\n      code:\n");
-    let step = run_client(&python, "mcp_elicit.py", &p, &[]);
+    let step = run_client(&python, "mcp_elicit.py", &p, &[mode]);
+    assert_eq!(step("protocol")["version"], protocol);
     let listed = step("list");
     let names: Vec<&str> = listed["tools"]
         .as_array()
@@ -211,11 +214,89 @@ fn elicitation_carries_approvals_choose_and_confirm() {
         "Extras: Tests, Docs\nLanguage: Go, zig (custom answer)"
     );
     assert_eq!(step("confirm")["text"], "The user chose: Ship it");
-    assert_eq!(
-        step("denied")["text"],
-        "write_file was not executed: the user denied it."
-    );
+    for refused in ["declined", "denied"] {
+        assert_eq!(
+            step(refused)["text"],
+            "write_file was not executed: the user denied it."
+        );
+    }
     assert!(!p.path("other.txt").exists());
+    assert_eq!(step("session")["text"], "wrote 1 B to s1.txt (created)");
+    assert_eq!(
+        step("session-again")["text"],
+        "wrote 1 B to s2.txt (created)",
+        "allow for this session lasts for the session"
+    );
+    assert_eq!(
+        elicited.as_array().unwrap().len(),
+        6,
+        "the session's second write is not asked about"
+    );
+    assert_eq!(step("unanswered")["left"], 0);
+}
+
+#[test]
+fn questions_travel_as_multi_round_trip_requests_to_a_2026_client() {
+    questions_reach_the_client("auto", "2026-07-28");
+}
+
+#[test]
+fn questions_travel_as_elicitation_requests_to_a_handshake_client() {
+    questions_reach_the_client("legacy", "2025-11-25");
+}
+
+#[test]
+fn a_forged_altered_foreign_replayed_or_stale_request_state_runs_nothing() {
+    let Some(python) = python() else { return };
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      code:\n");
+    p.write("e.txt", "old\n");
+    let step = run_client(&python, "mcp_rounds.py", &p, &[]);
+    let asked = step("asked");
+    assert_eq!(asked["method"], "elicitation/create");
+    assert_eq!(asked["message"], "Allow write_file w.txt?");
+    assert_eq!(asked["file"], serde_json::Value::Null, "asking wrote nothing");
+    let invalid = "requestState is not valid for this call";
+    for (name, refusal) in [
+        ("forged", invalid),
+        ("altered", invalid),
+        ("other-arguments", invalid),
+        ("other-tool", invalid),
+        ("foreign", invalid),
+        ("no-state", "inputResponses came without the requestState"),
+        ("no-answer", "the retry lacks inputResponses"),
+    ] {
+        let refused = step(name);
+        assert_eq!(refused["code"], -32602, "{name}: {refused}");
+        assert!(
+            refused["error"].as_str().unwrap().starts_with(refusal),
+            "{name}: {refused}"
+        );
+        assert_eq!(refused["file"], serde_json::Value::Null, "{name} wrote nothing");
+    }
+    let allowed = step("allowed");
+    assert_eq!(allowed["text"], "wrote 1 B to w.txt (created)");
+    assert_eq!(allowed["file"], "A");
+    let replayed = step("replayed");
+    assert!(
+        replayed["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("requestState was already used"),
+        "{replayed}"
+    );
+    assert_eq!(replayed["file"], "Z", "a replayed approval wrote nothing");
+    let previewed = step("previewed");
+    assert!(previewed["diff"].as_str().unwrap().contains("+new"), "{previewed}");
+    let changed = step("changed");
+    assert_eq!(changed["is_error"], true);
+    assert_eq!(
+        changed["text"],
+        "write_file was not executed: what it would do changed after the question was answered (the file or the question is not the one shown); nothing ran. Call it again to be asked anew."
+    );
+    assert_eq!(
+        changed["file"], "changed meanwhile\n",
+        "the write the user never saw did not happen"
+    );
 }
 
 /// The MCP Inspector CLI .ci/run installs into target/mcp-inspector.

@@ -41,12 +41,15 @@ pub enum Decision {
     },
     /// Not run; the text is what the model reads.
     Refused(String),
+    /// Not run yet: the question goes to the client, whose retry of the
+    /// call carries the answer (MCP 2026-07-28). Nothing reaches the model.
+    Awaiting,
 }
 
 impl Decision {
     /// Whether the call may run.
     pub fn runs(&self) -> bool {
-        !matches!(self, Decision::Refused(_))
+        !matches!(self, Decision::Refused(_) | Decision::Awaiting)
     }
 
     /// Whether the user allowed this call (now or for the session), as
@@ -93,7 +96,11 @@ pub fn gate(
         header,
         diff: diff.as_deref(),
     };
-    match ui.approve(&request) {
+    let answer = ui.approve(&request);
+    if ui.suspended() {
+        return Decision::Awaiting;
+    }
+    match answer {
         Answer::Once => Decision::Allowed { for_session: false },
         Answer::Session if protected => Decision::Allowed { for_session: false },
         Answer::Session => {

@@ -131,6 +131,7 @@ impl AuditLog {
             Decision::Allowed { for_session: false } => "allowed once",
             Decision::Allowed { for_session: true } => "allowed for this session (asked)",
             Decision::Refused(_) => "refused",
+            Decision::Awaiting => "awaiting the user's answer",
         };
         let line = serde_json::json!({
             "time": rfc3339(SystemTime::now()),

@@ -27,6 +27,13 @@ pub mod bindings {
     wasmtime::component::bindgen!({
         path: "../wit",
         world: "toolset-host",
+        // A question left for a retry of the call (MCP's multi round-trip
+        // requests) stops the component where it asked.
+        imports: {
+            "iota:toolset/ui.choose": trappable,
+            "iota:toolset/ui.confirm": trappable,
+            "iota:toolset/process.run": trappable,
+        },
     });
 }
 

@@ -2,25 +2,43 @@
 //! Rust SDK (rmcp). One connection is one session: approvals, the read ledger
 //! and background jobs live as long as it does, and its jobs are killed when
 //! it closes. Logging goes to stderr only; stdout is the protocol.
+//!
+//! Both protocol eras are served. Up to 2025-11-25 (the `initialize`
+//! handshake) questions are elicitation requests sent while the call waits;
+//! from 2026-07-28 (`server/discover`, metadata on every request) they are
+//! multi round-trip requests ([`rounds`]): the call answers
+//! `InputRequiredResult` and the client's retry carries the answer. One
+//! decision path serves both — the approval gate and the components ask a
+//! [`Ui`]; only how a form reaches the client differs.
 
 use crate::agent::AgentTools;
-use crate::caps::ui::elicitation::ElicitationUi;
+use crate::caps::ui::elicitation::{FormUi, PeerCarrier};
 use crate::caps::ui::{NoUi, Ui};
-use crate::round::Call;
+use crate::round::{Call, Outcome};
 use crate::session::Session;
 use crate::toolset::{Approval, Presentation};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, GetTaskParams,
+    GetTaskResult, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProtocolVersion, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
-use rmcp::service::{Peer, RequestContext, RoleServer};
+use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
+use rounds::{Replay, Rounds, Stop};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use tasks::Tasks;
 
 pub mod input;
+pub mod rounds;
+pub mod tasks;
 
 /// The set that only exists where somebody can answer.
 const ASK_SET: &str = "ask";
+
+/// How often a call whose request carries a progress token reports it.
+pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
 /// The MCP server of one connection (clones share its session).
 #[derive(Clone)]
@@ -28,7 +46,7 @@ pub struct McpServer {
     tools: Arc<AgentTools>,
     session: Arc<Session>,
     /// Questions go here when given (`--answers`, `--non-interactive`);
-    /// otherwise to the client, by elicitation, when it supports it.
+    /// otherwise to the client, when it can answer forms.
     ui: Option<Arc<dyn Ui>>,
     /// The round rule across concurrent requests: calls that may run in
     /// parallel share it, every other call holds it alone.
@@ -36,6 +54,39 @@ pub struct McpServer {
     /// The sets' system-prompt text, computed before the async runtime starts
     /// (synchronous WASI must not run on it).
     instructions: String,
+    /// Multi round-trip state: the sealing key and spent states.
+    rounds: Arc<Rounds>,
+    /// Background jobs handed to the client as tasks.
+    tasks: Arc<Tasks>,
+    /// Logging as the client asked for it (see [`LogGate`]).
+    logs: Arc<LogGate>,
+}
+
+/// When a finished job's notice also goes out as a log message: always to
+/// a handshake-era client, and to a 2026-07-28 client only while a request
+/// that opted in (`io.modelcontextprotocol/logLevel`, SEP-2577) runs.
+#[derive(Default)]
+struct LogGate {
+    modern: AtomicBool,
+    opted_in: AtomicUsize,
+}
+
+impl LogGate {
+    fn open(&self) -> bool {
+        !self.modern.load(Ordering::Relaxed) || self.opted_in.load(Ordering::Relaxed) > 0
+    }
+}
+
+/// Whether a request speaks the 2026-07-28 protocol or newer.
+fn modern(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// Whether the request's client answers elicitation forms.
+fn answers_forms(context: &RequestContext<RoleServer>) -> bool {
+    context.client_capabilities().is_some_and(|c| c.elicitation.is_some())
 }
 
 impl McpServer {
@@ -49,33 +100,36 @@ impl McpServer {
             ui,
             round: Arc::default(),
             instructions,
+            rounds: Arc::default(),
+            tasks: Arc::default(),
+            logs: Arc::default(),
         }
     }
 
-    /// The UI for a request from `peer`.
-    fn ui_for(&self, peer: &Peer<RoleServer>) -> Arc<dyn Ui> {
+    /// Whether anybody can be asked on behalf of this request.
+    fn interactive(&self, context: &RequestContext<RoleServer>) -> bool {
         match &self.ui {
-            Some(ui) => ui.clone(),
-            None if ElicitationUi::supported(peer) => {
-                Arc::new(ElicitationUi::new(peer.clone(), tokio::runtime::Handle::current()))
-            }
-            None => Arc::new(NoUi),
+            Some(ui) => ui.interactive(),
+            None => answers_forms(context),
         }
     }
 
     /// The tools as MCP describes them: name, description, JSON Schema, and
-    /// hints (readers read-only, writers destructive). Where nobody can be
-    /// asked, `ask` contributes nothing.
+    /// hints true to each tool — read-only, destructive (writers that replace
+    /// what was there), idempotent (the same call twice changes nothing more)
+    /// and open-world (the shell only, and only with the network). Where
+    /// nobody can be asked, `ask` contributes nothing.
     pub fn list(&self, interactive: bool) -> Vec<Tool> {
         self.tools
             .tools()
             .filter(|(set, _)| interactive || set.name() != ASK_SET)
-            .map(|(_, spec)| {
+            .map(|(set, spec)| {
                 let schema: JsonObject = serde_json::from_str(&spec.parameters).unwrap_or_default();
                 let mut hints = ToolAnnotations::new();
                 hints.read_only_hint = Some(spec.read_only);
                 hints.destructive_hint = Some(!spec.read_only && spec.presentation == Presentation::Expanded);
-                hints.open_world_hint = Some(spec.name == crate::shell::NAME);
+                hints.idempotent_hint = Some(spec.read_only || spec.presentation == Presentation::Expanded);
+                hints.open_world_hint = Some(spec.name == crate::shell::NAME && set.open_world());
                 if spec.approval == Approval::Required {
                     hints.title = Some(format!("{} (asks first)", spec.name));
                 }
@@ -84,23 +138,27 @@ impl McpServer {
             .collect()
     }
 
-    /// Runs one call; notices of jobs that finished since the last result come first.
-    pub fn call(&self, ui: &Arc<dyn Ui>, name: &str, arguments: Option<JsonObject>) -> (String, bool) {
-        if !ui.interactive() && self.tools.find(name).is_some_and(|(set, _)| set.name() == ASK_SET) {
-            return (format!("unknown tool: {name}"), true);
-        }
-        let args = serde_json::Value::Object(arguments.unwrap_or_default()).to_string();
+    /// Runs one call under the round rule.
+    fn run(&self, ui: &Arc<dyn Ui>, name: &str, args: String) -> Outcome {
         let call = Call {
             tool: name.to_string(),
             args,
         };
-        let outcome = if self.tools.may_run_in_parallel(&self.session, &call) {
+        if !ui.interactive() && self.tools.find(name).is_some_and(|(set, _)| set.name() == ASK_SET) {
+            return Outcome::unknown_tool(&call.tool);
+        }
+        if self.tools.may_run_in_parallel(&self.session, &call) {
             let _shared = self.round.read().unwrap_or_else(|e| e.into_inner());
             self.tools.call(&self.session, ui, &call)
         } else {
             let _alone = self.round.write().unwrap_or_else(|e| e.into_inner());
             self.tools.call(&self.session, ui, &call)
-        };
+        }
+    }
+
+    /// What the model reads of a call: the notices of jobs that finished
+    /// since the last result first, then the result.
+    fn reply(&self, outcome: &Outcome) -> (String, bool) {
         let mut text = String::new();
         for notice in self.session.jobs().take_notices() {
             text.push_str(&notice);
@@ -109,11 +167,26 @@ impl McpServer {
         text.push_str(&outcome.result.text);
         (text, outcome.result.is_error)
     }
+
+    /// Runs one call for a client without a session UI (`call`'s and the
+    /// benches' path): notices first, then the result.
+    pub fn call(&self, ui: &Arc<dyn Ui>, name: &str, arguments: Option<JsonObject>) -> (String, bool) {
+        let args = serde_json::Value::Object(arguments.unwrap_or_default()).to_string();
+        self.reply(&self.run(ui, name, args))
+    }
+}
+
+/// The text a retry gets when the question it answers is not the one the
+/// call asks now.
+fn changed_since_asked(tool: &str) -> String {
+    format!(
+        "{tool} was not executed: what it would do changed after the question was answered (the file or the question is not the one shown); nothing ran. Call it again to be asked anew."
+    )
 }
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tasks().build())
             .with_server_info(Implementation::new("iota-host", env!("CARGO_PKG_VERSION")))
             .with_instructions(self.instructions.clone())
     }
@@ -123,8 +196,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        let interactive = self.ui_for(&context.peer).interactive();
-        Ok(ListToolsResult::with_all_items(self.list(interactive)))
+        Ok(ListToolsResult::with_all_items(self.list(self.interactive(&context))))
     }
 
     async fn call_tool(
@@ -132,21 +204,99 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
-        let server = self.clone();
         let name = request.name.to_string();
-        let ui = self.ui_for(&context.peer);
+        let args = serde_json::Value::Object(request.arguments.unwrap_or_default()).to_string();
+        let modern = modern(&context);
+        if modern {
+            self.logs.modern.store(true, Ordering::Relaxed);
+        }
+        // 2026-07-28: the call is replayed with the answers of earlier rounds.
+        let replay = if self.ui.is_none() && modern && answers_forms(&context) {
+            let answered = self
+                .rounds
+                .resume(
+                    &name,
+                    &args,
+                    request.request_state.as_deref(),
+                    request.input_responses.as_ref(),
+                )
+                .map_err(|e| McpError::invalid_params(e, None))?;
+            Some(Arc::new(FormUi::new(Replay::new(answered))))
+        } else if request.request_state.is_some() || request.input_responses.is_some() {
+            return Err(McpError::invalid_params(
+                "requestState and inputResponses answer an input request of protocol 2026-07-28; this server asked none in this session's protocol",
+                None,
+            ));
+        } else {
+            None
+        };
+        let ui: Arc<dyn Ui> = match (&self.ui, &replay) {
+            (Some(ui), _) => ui.clone(),
+            (None, Some(replay)) => replay.clone(),
+            (None, None) if answers_forms(&context) => Arc::new(FormUi::new(PeerCarrier::new(
+                context.peer.clone(),
+                tokio::runtime::Handle::current(),
+            ))),
+            (None, None) => Arc::new(NoUi),
+        };
+        let opted_in = modern && context.meta.log_level().is_some();
+        let _logging = opted_in.then(|| OptIn::new(&self.logs));
+        let progress = context.meta.get_progress_token().map(|token| {
+            let peer = context.peer.clone();
+            tokio::spawn(async move {
+                let started = Instant::now();
+                loop {
+                    tokio::time::sleep(PROGRESS_EVERY).await;
+                    let elapsed = started.elapsed();
+                    let report = ProgressNotificationParam::new(token.clone(), elapsed.as_secs_f64().floor())
+                        .with_message(format!("running for {}", crate::shell::run::duration(elapsed)));
+                    if peer.notify_progress(report).await.is_err() {
+                        break;
+                    }
+                }
+            })
+        });
+        let server = self.clone();
+        let (tool, arguments) = (name.clone(), args.clone());
         // Tool calls block (Wasm instances, child processes, questions to the
         // client): keep them off the reactor.
-        let mut task = tokio::task::spawn_blocking(move || server.call(&ui, &name, request.arguments));
+        let mut call = tokio::task::spawn_blocking(move || {
+            crate::shell::jobs::take_adopted_here();
+            let outcome = server.run(&ui, &tool, arguments);
+            (outcome, crate::shell::jobs::take_adopted_here())
+        });
         let finished = tokio::select! {
-            finished = &mut task => finished,
+            finished = &mut call => finished,
             () = context.ct.cancelled() => {
                 // The client gave up on this call: stop its command, then let it wind down.
                 self.session.cancel_foreground();
-                task.await
+                call.await
             }
         };
-        let (text, is_error) = finished.map_err(|e| McpError::internal_error(format!("the call failed: {e}"), None))?;
+        if let Some(progress) = progress {
+            progress.abort();
+        }
+        let (outcome, mut adopted) =
+            finished.map_err(|e| McpError::internal_error(format!("the call failed: {e}"), None))?;
+        match replay.as_ref().and_then(|r| r.carrier().stop()) {
+            Some(Stop::Open(form, answered)) => {
+                let asked = self
+                    .rounds
+                    .ask(&name, &args, answered, &form)
+                    .map_err(|e| McpError::internal_error(e, None))?;
+                return Ok(asked.into());
+            }
+            Some(Stop::Changed) => {
+                return Ok(CallToolResult::error(vec![ContentBlock::text(changed_since_asked(&name))]).into());
+            }
+            None => {}
+        }
+        let (text, is_error) = self.reply(&outcome);
+        if let Some(job) = adopted.pop()
+            && context.client_capabilities().is_some_and(|c| c.supports_tasks())
+        {
+            return Ok(self.tasks.create(job, &text).into());
+        }
         let content = vec![ContentBlock::text(text)];
         Ok(if is_error {
             CallToolResult::error(content)
@@ -155,6 +305,47 @@ impl ServerHandler for McpServer {
         }
         .into())
     }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, McpError> {
+        self.tasks
+            .get(&request.task_id)
+            .map(GetTaskResult::new)
+            .ok_or_else(|| McpError::invalid_params(format!("no task {} in this session", request.task_id), None))
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        match self.tasks.cancel(&request.task_id, self.session.jobs()) {
+            Some(_) => Ok(()),
+            None => Err(McpError::invalid_params(
+                format!("no task {} in this session", request.task_id),
+                None,
+            )),
+        }
+    }
+}
+
+/// A running request that opted in to log messages (2026-07-28).
+struct OptIn(Arc<LogGate>);
+
+impl OptIn {
+    fn new(logs: &Arc<LogGate>) -> OptIn {
+        logs.opted_in.fetch_add(1, Ordering::Relaxed);
+        OptIn(logs.clone())
+    }
+}
+
+impl Drop for OptIn {
+    fn drop(&mut self) {
+        self.0.opted_in.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Serves `tools` on stdin/stdout until the client disconnects.
@@ -162,15 +353,19 @@ pub fn serve(tools: AgentTools, ui: Option<Arc<dyn Ui>>) -> anyhow::Result<()> {
     let server = McpServer::new(Arc::new(tools), ui);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
-        let session = server.session.clone();
+        let (session, server_logs) = (server.session.clone(), server.logs.clone());
         let running = server
             .serve(input::guarded(tokio::io::stdin(), tokio::io::stdout()))
             .await?;
         // A finished job's notice also goes out at once, as a log message
-        // (deprecated by SEP-2577 in the newest protocol, still what clients read).
+        // where the client asked for logs (see `LogGate`).
         let (peer, runtime) = (running.peer().clone(), tokio::runtime::Handle::current());
+        let logs = server_logs;
         #[allow(deprecated)]
         session.jobs().listen(Box::new(move |notice| {
+            if !logs.open() {
+                return;
+            }
             use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
             let message = LoggingMessageNotificationParam::new(LoggingLevel::Info, notice.into());
             let peer = peer.clone();

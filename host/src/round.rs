@@ -33,6 +33,19 @@ pub struct Outcome {
     pub result: ToolResult,
 }
 
+impl Outcome {
+    /// The outcome of calling a tool nobody offers.
+    pub fn unknown_tool(tool: &str) -> Outcome {
+        Outcome {
+            tool: tool.to_string(),
+            set: None,
+            presentation: Presentation::Group,
+            decision: Decision::NotNeeded,
+            result: ToolResult::failure(tool, format!("unknown tool: {tool}")),
+        }
+    }
+}
+
 impl AgentTools {
     /// Runs one call through the gate and its toolset, and audits it.
     pub fn call(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, call: &Call) -> Outcome {
@@ -46,13 +59,7 @@ impl AgentTools {
 
     fn call_unaudited(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, call: &Call) -> Outcome {
         let Some((set, spec)) = self.find(&call.tool) else {
-            return Outcome {
-                tool: call.tool.clone(),
-                set: None,
-                presentation: Presentation::Group,
-                decision: Decision::NotNeeded,
-                result: ToolResult::failure(&call.tool, format!("unknown tool: {}", call.tool)),
-            };
+            return Outcome::unknown_tool(&call.tool);
         };
         let header = set
             .header(&call.tool, &call.args)
@@ -65,6 +72,12 @@ impl AgentTools {
         let result = match &decision {
             Decision::Refused(text) => ToolResult {
                 text: text.clone(),
+                is_error: true,
+                header,
+                diff: None,
+            },
+            Decision::Awaiting => ToolResult {
+                text: format!("{} was not executed: it waits for the user's answer.", call.tool),
                 is_error: true,
                 header,
                 diff: None,

@@ -640,6 +640,10 @@ impl Toolset for ShellToolset {
         None
     }
 
+    fn open_world(&self) -> bool {
+        self.config.network || !self.sandboxed()
+    }
+
     fn preview(&self, _: &Arc<Session>, _: &str, _: &str) -> Option<String> {
         None
     }

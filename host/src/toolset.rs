@@ -35,6 +35,11 @@ pub trait Toolset: Send + Sync {
     fn header(&self, _tool: &str, _args: &str) -> Option<String> {
         None
     }
+    /// Whether its calls may reach beyond the machine (MCP's `openWorldHint`):
+    /// only a shell with the network, or without a sandbox.
+    fn open_world(&self) -> bool {
+        false
+    }
     /// Runs one call that has passed the approval gate; `asked` says whether
     /// the gate asked the user (or found it allowed for the session), so
     /// that a set whose approval depends on the moment (the shell's iota

@@ -454,7 +454,7 @@ pub fn run_client(
     script: &str,
     p: &Project,
     extra: &[&str],
-) -> impl Fn(&str) -> serde_json::Value {
+) -> impl Fn(&str) -> serde_json::Value + use<> {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests").join(script);
     let mut client = std::process::Command::new(python);
     // The drivers hand the server their whole environment: this one.

@@ -9,7 +9,19 @@ use super::bindings::iota::toolset::process::{Command, Host, Output};
 use std::time::Duration;
 
 impl Host for CallState {
-    fn run(&mut self, cmd: Command) -> Result<Output, String> {
+    fn run(&mut self, cmd: Command) -> wasmtime::Result<Result<Output, String>> {
+        let ran = self.run_command(cmd);
+        // The command's approval was left for a retry of the call: nothing
+        // after it may run on the refusal it got.
+        if self.ui.suspended() {
+            return Err(super::ui::suspension());
+        }
+        Ok(ran)
+    }
+}
+
+impl CallState {
+    fn run_command(&mut self, cmd: Command) -> Result<Output, String> {
         let Some(shell) = self.process.clone() else {
             return Err(format!("toolset {:?} is not granted the process capability", self.set));
         };

@@ -46,6 +46,18 @@ pub trait Ui: Send + Sync {
     fn choose(&self, questions: &[Question]) -> Option<Vec<Answer>>;
     /// Asks yes or no; `None` when declined.
     fn confirm(&self, question: &str, yes_label: &str, no_label: &str) -> Option<bool>;
+    /// Whether a question was left for later: its answer arrives with a
+    /// retry of the whole call (MCP 2026-07-28's multi round-trip
+    /// requests). The call must then stop where it asked — nothing after
+    /// the question may run on the placeholder answer it got.
+    fn suspended(&self) -> bool {
+        false
+    }
+}
+
+/// The trap a component meets when its question was left for a retry.
+pub fn suspension() -> wasmtime::Error {
+    wasmtime::Error::msg("the call stops here: the question is answered when the client retries it")
 }
 
 /// Nobody to ask: every question is declined, every approval denied.
@@ -72,13 +84,21 @@ impl Host for CallState {
         self.ui.interactive()
     }
 
-    fn choose(&mut self, questions: Vec<Question>) -> Option<Vec<Answer>> {
+    fn choose(&mut self, questions: Vec<Question>) -> wasmtime::Result<Option<Vec<Answer>>> {
         self.asked = true;
-        self.ui.choose(&questions)
+        let answers = self.ui.choose(&questions);
+        if self.ui.suspended() {
+            return Err(suspension());
+        }
+        Ok(answers)
     }
 
-    fn confirm(&mut self, question: String, yes_label: String, no_label: String) -> Option<bool> {
+    fn confirm(&mut self, question: String, yes_label: String, no_label: String) -> wasmtime::Result<Option<bool>> {
         self.asked = true;
-        self.ui.confirm(&question, &yes_label, &no_label)
+        let answer = self.ui.confirm(&question, &yes_label, &no_label);
+        if self.ui.suspended() {
+            return Err(suspension());
+        }
+        Ok(answer)
     }
 }

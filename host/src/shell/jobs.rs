@@ -9,7 +9,7 @@
 use super::run::{Ending, Running, duration};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Condvar, Mutex, Weak};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
 /// At most this many jobs run at once.
@@ -28,6 +28,19 @@ pub struct Job {
     pub command: String,
     /// The running command.
     pub run: Arc<Running>,
+    /// The notice, once the job has ended.
+    pub notice: OnceLock<String>,
+}
+
+thread_local! {
+    /// The jobs registered by calls on this thread, until taken.
+    static ADOPTED_HERE: std::cell::RefCell<Vec<Arc<Job>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Takes the jobs that calls on this thread registered since the last take:
+/// how a front end learns which job a call it ran became (MCP's tasks).
+pub fn take_adopted_here() -> Vec<Arc<Job>> {
+    ADOPTED_HERE.with(|adopted| std::mem::take(&mut *adopted.borrow_mut()))
 }
 
 /// A row of the job list.
@@ -105,6 +118,15 @@ impl Jobs {
             label,
             command,
             run,
+            notice: OnceLock::new(),
+        });
+        ADOPTED_HERE.with(|adopted| {
+            // Front ends that never take them keep only the newest few.
+            let mut adopted = adopted.borrow_mut();
+            if adopted.len() == MAX_JOBS {
+                adopted.remove(0);
+            }
+            adopted.push(job.clone());
         });
         self.jobs.lock().unwrap().push(job.clone());
         self.queue.lock().unwrap().pending += 1;
@@ -113,6 +135,7 @@ impl Jobs {
         std::thread::spawn(move || {
             let ending = watched.run.wait(None).unwrap_or(Ending::Killed);
             let notice = notice(&watched, &ending);
+            let _ = watched.notice.set(notice.clone());
             if let Some(table) = table.upgrade() {
                 if let Some(listener) = table.listener.lock().unwrap().as_ref() {
                     listener(&notice);

@@ -31,6 +31,20 @@ fn a_real_session_with_the_python_sdk() {
     let hint = |name: &str, key: &str| tools.iter().find(|t| t["name"] == name).unwrap()[key].clone();
     assert_eq!(hint("read_file", "read_only"), true);
     assert_eq!(hint("edit_file", "destructive"), true);
+    for (tool, idempotent) in [
+        ("read_file", true),
+        ("write_file", true),
+        ("edit_file", true),
+        ("shell", false),
+    ] {
+        assert_eq!(hint(tool, "idempotent"), idempotent, "{tool}");
+    }
+    assert_eq!(
+        hint("shell", "open_world"),
+        false,
+        "a sandboxed shell without the network stays in"
+    );
+    assert_eq!(hint("grep", "open_world"), false);
     assert!(tools.iter().all(|t| t["schema_type"] == "object"));
 
     assert_eq!(step("read")["text"], "     1\told text");
@@ -297,6 +311,110 @@ fn a_forged_altered_foreign_replayed_or_stale_request_state_runs_nothing() {
         changed["file"], "changed meanwhile\n",
         "the write the user never saw did not happen"
     );
+}
+
+/// Background jobs, progress, cancellation and logs in the protocol era
+/// `mode` selects, with a client that declares the tasks extension.
+fn jobs_reach_the_client(mode: &str, protocol: &str) {
+    let Some(python) = python() else { return };
+    let p =
+        Project::new().config("agents:\n  a:\n    tools:\n      shell: {sandbox: off, auto_run: true}\n      code:\n");
+    let tag = support::run_tag().to_string();
+    let step = run_client(&python, "mcp_jobs.py", &p, &[mode, &tag]);
+    let modern = protocol == "2026-07-28";
+    assert_eq!(step("protocol")["version"], protocol);
+    let background = step("background");
+    let finished =
+        regex::Regex::new(r"^\[background job (b\d+) finished: exit 0 after \d+s\] sleep 1; echo job-done\njob-done")
+            .unwrap();
+    if modern {
+        let task = step("task");
+        let task = &task.as_array().map_or(task.clone(), |t| t[0].clone());
+        assert_eq!(task["status"], "working");
+        assert!(
+            task["message"].as_str().unwrap().starts_with(&format!(
+                "Started background job {} (pid ",
+                task["id"].as_str().unwrap()
+            )),
+            "{task}"
+        );
+        let done = step("task-done");
+        let done = &done[0];
+        assert_eq!(done["id"], task["id"]);
+        assert_eq!(done["status"], "completed");
+        assert!(finished.is_match(done["text"].as_str().unwrap()), "{done}");
+        assert_eq!(background["text"], "task completed");
+    } else {
+        assert!(
+            background["text"]
+                .as_str()
+                .unwrap()
+                .starts_with("Started background job b"),
+            "{background}"
+        );
+    }
+    let progress = step("progress");
+    let text = progress["text"].as_str().unwrap();
+    assert!(finished.is_match(text), "the notice comes with the next result: {text}");
+    assert!(text.ends_with("\n\nlong-done"), "{text}");
+    let reports = progress["reports"].as_array().unwrap();
+    assert!(reports.len() >= 2, "a 3 s call reports its progress: {progress}");
+    let seconds: Vec<f64> = reports.iter().map(|r| r["progress"].as_f64().unwrap()).collect();
+    assert!(seconds.windows(2).all(|w| w[0] < w[1]), "{seconds:?}");
+    assert!(
+        reports
+            .iter()
+            .all(|r| r["message"].as_str().unwrap().starts_with("running for ")),
+        "{progress}"
+    );
+    if modern {
+        let done = step("task-done");
+        assert_eq!(done[1]["status"], "cancelled");
+        assert_eq!(step("cancelled")["left"], 0, "tasks/cancel killed the job's tree");
+    }
+    let cancelled = step("call-cancelled");
+    assert_eq!(cancelled["ran"], true);
+    assert_eq!(cancelled["left"], 0, "cancelling the call stopped its whole tree");
+    let after = step("after");
+    let logged = after["logged"].as_array().unwrap();
+    if modern {
+        assert!(
+            logged.is_empty(),
+            "no log messages without the request's opt-in: {logged:?}"
+        );
+    } else {
+        assert!(
+            logged.iter().any(|m| finished.is_match(m.as_str().unwrap())),
+            "{logged:?}"
+        );
+    }
+}
+
+#[test]
+fn jobs_become_tasks_with_progress_and_cancellation_for_a_2026_client() {
+    jobs_reach_the_client("auto", "2026-07-28");
+}
+
+#[test]
+fn jobs_notices_progress_and_cancellation_for_a_handshake_client() {
+    jobs_reach_the_client("legacy", "2025-11-25");
+}
+
+#[test]
+fn the_shell_is_open_world_only_with_the_network_or_without_the_sandbox() {
+    for (shell, open) in [
+        ("{network: true}", true),
+        ("{sandbox: off}", true),
+        ("{}", !support::sandbox_works()),
+    ] {
+        let p = Project::new().config(&format!("agents:\n  a:\n    tools:\n      shell: {shell}\n"));
+        let mut raw = Raw::start(&p);
+        raw.send(r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#);
+        let listed = raw.reply(2);
+        let hints = &listed["result"]["tools"][0]["annotations"];
+        assert_eq!(hints["openWorldHint"], open, "shell: {shell}: {listed}");
+        assert_eq!(hints["idempotentHint"], false);
+    }
 }
 
 /// The MCP Inspector CLI .ci/run installs into target/mcp-inspector.

@@ -417,6 +417,83 @@ fn the_shell_is_open_world_only_with_the_network_or_without_the_sandbox() {
     }
 }
 
+/// `skills/list`, `skills/get` and `skill://` resources in the protocol era
+/// `mode` selects: the same skills `load_skill` finds, bytes true to their
+/// digests, refusals in load_skill's words.
+fn skills_reach_the_client(mode: &str) {
+    let Some(python) = python() else { return };
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      skills:\n");
+    p.write(
+        ".iota/skills/pdf/SKILL.md",
+        "---\nname: pdf-tools\ndescription: Read and fill PDF forms\nlicense: MIT\n---\n# PDF\nUse scripts/fill.py.\n",
+    );
+    p.write(".iota/skills/pdf/scripts/fill.py", "print('fill')\n");
+    std::fs::create_dir_all(p.path(".iota/skills/pdf/assets")).unwrap();
+    std::fs::write(p.path(".iota/skills/pdf/assets/logo.bin"), [0u8, 159, 146, 150, 255]).unwrap();
+    p.write(
+        ".iota/skills/loose/SKILL.md",
+        "---\nname: Not Allowed\ndescription: a name SEP-2640 refuses\n---\nbody\n",
+    );
+    std::fs::write(p.root().parent().unwrap().join("secret.txt"), "SECRET").unwrap();
+    let step = run_client(&python, "mcp_skills.py", &p, &[mode]);
+    assert_eq!(
+        step("capabilities")["extensions"],
+        serde_json::json!(["io.modelcontextprotocol/skills", "io.modelcontextprotocol/tasks"])
+    );
+    let listed = step("list");
+    assert_eq!(
+        listed["skills"],
+        serde_json::json!([{
+            "uri": "skill://pdf-tools/SKILL.md",
+            "name": "pdf-tools",
+            "description": "Read and fill PDF forms",
+            "extra": {"license": "MIT"},
+            "files": ["skill://pdf-tools/SKILL.md", "skill://pdf-tools/assets/logo.bin", "skill://pdf-tools/scripts/fill.py"],
+        }]),
+        "the skill whose name the extension refuses stays out"
+    );
+    let verified = step("verified");
+    let verified = verified.as_array().unwrap();
+    assert_eq!(verified.len(), 3);
+    assert!(verified.iter().all(|v| v["ok"] == true), "{verified:?}");
+    assert!(
+        verified[0]["head"]
+            .as_str()
+            .unwrap()
+            .starts_with("---\nname: pdf-tools"),
+        "SKILL.md whole, frontmatter included"
+    );
+    assert_eq!(step("get")["files"], 3);
+    let unknown = step("get-unknown");
+    assert_eq!(
+        unknown["error"],
+        "unknown skill \"nope\"; available skills: Not Allowed, pdf-tools"
+    );
+    let escape = step("read-escape");
+    assert_eq!(
+        escape["error"],
+        "file must be a relative path inside the skill's directory, got \"../../../secret.txt\""
+    );
+    assert!(
+        step("read-missing")["error"]
+            .as_str()
+            .unwrap()
+            .starts_with("cannot read "),
+        "{}",
+        step("read-missing")
+    );
+}
+
+#[test]
+fn skills_are_served_over_the_skills_extension_to_a_2026_client() {
+    skills_reach_the_client("auto");
+}
+
+#[test]
+fn skills_are_served_over_the_skills_extension_to_a_handshake_client() {
+    skills_reach_the_client("legacy");
+}
+
 /// The MCP Inspector CLI .ci/run installs into target/mcp-inspector.
 fn inspector() -> Option<PathBuf> {
     let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/mcp-inspector/node_modules/.bin/mcp-inspector");

@@ -18,13 +18,15 @@ use crate::round::{Call, Outcome};
 use crate::session::Session;
 use crate::toolset::{Approval, Presentation};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, GetTaskParams,
-    GetTaskResult, Implementation, JsonObject, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ProtocolVersion, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, GetSkillRequestParams,
+    GetSkillResult, GetTaskParams, GetTaskResult, Implementation, JsonObject, ListResourcesResult, ListSkillsResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::{ErrorData as McpError, ServerHandler, ServiceExt};
 use rounds::{Replay, Rounds, Stop};
+use skills::Skills;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -32,6 +34,7 @@ use tasks::Tasks;
 
 pub mod input;
 pub mod rounds;
+pub mod skills;
 pub mod tasks;
 
 /// The set that only exists where somebody can answer.
@@ -60,6 +63,8 @@ pub struct McpServer {
     tasks: Arc<Tasks>,
     /// Logging as the client asked for it (see [`LogGate`]).
     logs: Arc<LogGate>,
+    /// The Skills extension, when the agent has the `skills` set.
+    skills: Option<Arc<Skills>>,
 }
 
 /// When a finished job's notice also goes out as a log message: always to
@@ -94,9 +99,15 @@ impl McpServer {
     /// (or, without one, to the client).
     pub fn new(tools: Arc<AgentTools>, ui: Option<Arc<dyn Ui>>) -> McpServer {
         let instructions = tools.prompt();
+        let session = Arc::new(Session::new());
+        let skills = tools
+            .find(skills::LOAD_SKILL)
+            .filter(|(set, _)| set.name() == skills::SET)
+            .map(|(set, _)| Arc::new(Skills::new(set.clone(), session.clone())));
         McpServer {
             tools,
-            session: Arc::new(Session::new()),
+            session,
+            skills,
             ui,
             round: Arc::default(),
             instructions,
@@ -176,6 +187,24 @@ impl McpServer {
     }
 }
 
+impl McpServer {
+    /// Runs `answer` on the Skills extension off the reactor (it calls the
+    /// `skills` component); its error text becomes an invalid-params error.
+    async fn with_skills<T: Send + 'static>(
+        &self,
+        answer: impl FnOnce(&Skills) -> Result<T, String> + Send + 'static,
+    ) -> Result<T, McpError> {
+        let skills = self
+            .skills
+            .clone()
+            .ok_or_else(|| McpError::invalid_params("this agent has no skills set: no skills are served", None))?;
+        tokio::task::spawn_blocking(move || answer(&skills))
+            .await
+            .map_err(|e| McpError::internal_error(format!("the skills set failed: {e}"), None))?
+            .map_err(|e| McpError::invalid_params(e, None))
+    }
+}
+
 /// The text a retry gets when the question it answers is not the one the
 /// call asks now.
 fn changed_since_asked(tool: &str) -> String {
@@ -186,7 +215,12 @@ fn changed_since_asked(tool: &str) -> String {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tasks().build())
+        let capabilities = ServerCapabilities::builder().enable_tools().enable_tasks();
+        let capabilities = match self.skills {
+            Some(_) => capabilities.enable_resources().enable_skills().build(),
+            None => capabilities.build(),
+        };
+        ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("iota-host", env!("CARGO_PKG_VERSION")))
             .with_instructions(self.instructions.clone())
     }
@@ -304,6 +338,40 @@ impl ServerHandler for McpServer {
             CallToolResult::success(content)
         }
         .into())
+    }
+
+    async fn list_skills(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListSkillsResult, McpError> {
+        self.with_skills(|skills| skills.list()).await
+    }
+
+    async fn get_skill(
+        &self,
+        request: GetSkillRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetSkillResult, McpError> {
+        self.with_skills(move |skills| skills.get(&request.uri).map(GetSkillResult::new))
+            .await
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        self.with_skills(|skills| skills.resources()).await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        self.with_skills(move |skills| skills.read(&request.uri).map(ReadResourceResponse::from))
+            .await
     }
 
     async fn get_task(

@@ -1,6 +1,6 @@
 //! The component's exports: discovery over the preopened skill directories.
 
-use crate::{catalog, load_skill};
+use crate::{catalog, load_skill, manifest};
 use iota_toolset::tool::call;
 use iota_toolset::{Context, Guest, ToolResult, ToolSpec};
 use std::path::{Path, PathBuf};
@@ -29,7 +29,8 @@ impl Guest for Skills {
 
     fn invoke(ctx: Context, tool: String, args: String) -> ToolResult {
         if tool != load_skill::NAME {
-            return ToolResult::error(tool.clone(), format!("unknown tool: {tool}"));
+            // The host's entry points for MCP's Skills extension.
+            return ToolResult::from_outcome(tool.clone(), manifest::run(&bases(&ctx), &tool, &args));
         }
         call(&tool, &args, |args| load_skill::run(&bases(&ctx), &args))
     }

@@ -11,6 +11,7 @@
 
 pub mod catalog;
 pub mod load_skill;
+pub mod manifest;
 
 #[cfg(target_arch = "wasm32")]
 mod component;

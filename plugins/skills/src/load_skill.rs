@@ -72,7 +72,8 @@ fn load(bases: &[PathBuf], args: &Args) -> Result<String, String> {
     Ok(format!("{prefix}{}", window(&content, offset, limit)?))
 }
 
-fn find<'a>(skills: &'a [Skill], name: &str) -> Result<&'a Skill, String> {
+/// The skill called `name`, or the unknown-skill text.
+pub fn find<'a>(skills: &'a [Skill], name: &str) -> Result<&'a Skill, String> {
     skills.iter().find(|s| s.name == name).ok_or_else(|| {
         if skills.is_empty() {
             format!("unknown skill \"{name}\": no skills are installed")
@@ -83,8 +84,9 @@ fn find<'a>(skills: &'a [Skill], name: &str) -> Result<&'a Skill, String> {
     })
 }
 
-/// A bundled file's text, read up to 20 MB with the note as its last line.
-fn read_bundled(skill: &Skill, file: &str) -> Result<String, String> {
+/// Where a bundled file is: `file` must be relative and stay inside the
+/// skill's directory (a symlink pointing out is followed).
+pub fn bundled_path(skill: &Skill, file: &str) -> Result<PathBuf, String> {
     let relative = Path::new(file);
     let escapes = relative.is_absolute()
         || clean(relative).components().next() == Some(Component::ParentDir)
@@ -94,7 +96,12 @@ fn read_bundled(skill: &Skill, file: &str) -> Result<String, String> {
             "file must be a relative path inside the skill's directory, got \"{file}\""
         ));
     }
-    let path = skill.dir.join(clean(relative));
+    Ok(skill.dir.join(clean(relative)))
+}
+
+/// A bundled file's text, read up to 20 MB with the note as its last line.
+fn read_bundled(skill: &Skill, file: &str) -> Result<String, String> {
+    let path = bundled_path(skill, file)?;
     let mut handle = std::fs::File::open(&path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => format!("file does not exist: {}", path.display()),
         _ => format!("cannot read {}: {e}", path.display()),

@@ -137,9 +137,9 @@ impl Skills {
     /// `skills/list`: every skill the extension can name.
     pub fn list(&self) -> Result<ListSkillsResult, String> {
         let manifests: Vec<Manifest> = self.entry("skills/list", serde_json::json!({}))?;
-        let mut result = ListSkillsResult::default();
-        result.skills = manifests.into_iter().filter_map(Skills::skill).collect();
-        Ok(result)
+        Ok(ListSkillsResult::with_all_items(
+            manifests.into_iter().filter_map(Skills::skill).collect(),
+        ))
     }
 
     /// `skills/get`: the skill whose `SKILL.md` is at `uri`.
@@ -177,8 +177,7 @@ impl Skills {
 
     /// `resources/list`: each skill's `SKILL.md`.
     pub fn resources(&self) -> Result<ListResourcesResult, String> {
-        let mut result = ListResourcesResult::default();
-        result.resources = self
+        let resources = self
             .list()?
             .skills
             .into_iter()
@@ -188,7 +187,7 @@ impl Skills {
                     .with_mime_type("text/markdown")
             })
             .collect();
-        Ok(result)
+        Ok(ListResourcesResult::with_all_items(resources))
     }
 }
 

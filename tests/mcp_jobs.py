@@ -142,6 +142,12 @@ async def main(binary, config, root, mode):
             CANCEL["next"] = False
             say("cancelled", text=text_of(result), left=await gone(f"sleep 604.{TAG}"))
 
+        if mode != "legacy":
+            # A request that opts in to logs hears of a job that ends while it runs.
+            started = await client.session.call_tool("shell", {"command": "sleep 1; echo opted-in", "background": True}, allow_claimed=True)
+            say("unresolved-task", status=started.status)
+            await client.session.call_tool("shell", {"command": "sleep 3"}, meta={"io.modelcontextprotocol/logLevel": "info"})
+
         # A foreground call the client gives up on: its command's tree stops.
         call = asyncio.create_task(client.call_tool("shell", {"command": f"sleep 605.{TAG} & sleep 606.{TAG}; wait"}))
         ran = await appears(f"sleep 606.{TAG}")

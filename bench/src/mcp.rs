@@ -1,15 +1,27 @@
-//! One long MCP session: does `iota-host serve` keep its memory flat over
-//! thousands of calls? (A figure, not a test: it depends on the allocator
-//! and the machine.)
+//! `iota-host serve` over stdio: calls per second of the same `read_file`
+//! work in each protocol era, beside the reference filesystem server
+//! (`@modelcontextprotocol/server-filesystem`, npm) in the same run; and one
+//! long session, to see whether its memory stays flat over thousands of
+//! calls. (Figures, not tests: they depend on the allocator and the machine.)
 
 use crate::report::Report;
 use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
 
-/// Calls in the session, and the one after which the baseline is taken.
+/// Calls in the long session, and the one after which the baseline is taken.
 const CALLS: u64 = 2000;
 const WARM_UP: u64 = 100;
+/// Calls timed per server for the rate.
+const RATE_CALLS: u64 = 1000;
+
+/// Where `.ci/run`-style installs put the reference server:
+/// `npm install --prefix target/mcp-peer @modelcontextprotocol/server-filesystem`.
+const PEER: &str = "target/mcp-peer/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js";
+
+/// The request metadata a 2026-07-28 client sends on every request.
+const MODERN_META: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"bench","version":"1"}}"#;
 
 /// Resident memory of a process, in KiB.
 fn rss_kib(pid: u32) -> u64 {
@@ -22,33 +34,132 @@ fn rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-/// Runs the session against the release `iota_host` and reports its memory.
-pub fn run(report: &mut Report, iota_host: &Path) {
-    let root = tempfile::tempdir().unwrap();
-    std::fs::write(root.path().join("a.txt"), "hello\n").unwrap();
-    let mut server = Command::new(iota_host)
-        .args(["--non-interactive", "--root"])
-        .arg(root.path())
-        .arg("serve")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("iota-host serve starts");
-    let mut input = server.stdin.take().unwrap();
-    let mut output = BufReader::new(server.stdout.take().unwrap());
-    let mut send = |line: String| {
+/// One MCP server on stdio, spoken to one line at a time.
+struct Session {
+    child: Child,
+    input: Option<ChildStdin>,
+    output: BufReader<ChildStdout>,
+    /// `_meta` for every request (2026-07-28), or none (the handshake era).
+    meta: Option<&'static str>,
+}
+
+impl Session {
+    /// Starts `server`; with `meta`, speaks 2026-07-28 (no handshake),
+    /// otherwise opens with `initialize`.
+    fn start(mut server: Command, meta: Option<&'static str>) -> Session {
+        let mut child = server
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("the server starts");
+        let mut session = Session {
+            input: child.stdin.take(),
+            output: BufReader::new(child.stdout.take().unwrap()),
+            child,
+            meta,
+        };
+        if meta.is_none() {
+            session.request(
+                1,
+                "initialize",
+                r#""protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}"#,
+            );
+            session.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        }
+        session
+    }
+
+    fn send(&mut self, line: &str) {
+        let input = self.input.as_mut().unwrap();
         writeln!(input, "{line}").unwrap();
         input.flush().unwrap();
+    }
+
+    /// Sends request `id` and waits for its response line.
+    fn request(&mut self, id: u64, method: &str, params: &str) -> String {
+        let meta = self.meta.map_or(String::new(), |m| format!("{m},"));
+        self.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{meta}{params}}}}}"#
+        ));
+        let mut reply = String::new();
+        loop {
+            reply.clear();
+            assert!(self.output.read_line(&mut reply).unwrap() > 0, "the server closed");
+            let ours = [format!(r#""id":{id},"#), format!(r#""id":{id}}}"#)];
+            if ours.iter().any(|tag| reply.contains(tag.as_str())) {
+                return reply;
+            }
+        }
+    }
+
+    fn call(&mut self, id: u64, tool: &str, args: &str) -> String {
+        self.request(id, "tools/call", &format!(r#""name":"{tool}","arguments":{args}"#))
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        drop(self.input.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// Times [`RATE_CALLS`] calls of `tool` with `args` after a warm-up of ten.
+fn rate(session: &mut Session, tool: &str, args: &str) -> Duration {
+    for id in 2..12 {
+        let reply = session.call(id, tool, args);
+        assert!(reply.contains("hello"), "{tool} answered: {reply}");
+    }
+    let started = Instant::now();
+    for id in 100..100 + RATE_CALLS {
+        session.call(id, tool, args);
+    }
+    started.elapsed()
+}
+
+/// Runs both measurements against the release `iota_host`.
+pub fn run(report: &mut Report, iota_host: &Path) {
+    let root = tempfile::tempdir().unwrap();
+    let file = root.path().join("a.txt");
+    std::fs::write(&file, "hello\n").unwrap();
+    let ours = |meta| {
+        let mut server = Command::new(iota_host);
+        server
+            .args(["--non-interactive", "--root"])
+            .arg(root.path())
+            .arg("serve");
+        Session::start(server, meta)
     };
-    let mut reply = String::new();
-    let mut next = |reply: &mut String| {
-        reply.clear();
-        output.read_line(reply).unwrap();
-    };
-    send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#.into());
-    next(&mut reply);
-    send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into());
+    let per_second = |d: Duration| RATE_CALLS as f64 / d.as_secs_f64();
+
+    report.line(format!(
+        "\n## serve: calls per second over stdio\n\n{RATE_CALLS} `read_file` calls of a 6-byte file, one at a time, each waiting for its reply; ratio = calls per second over the reference's (higher is better).\n"
+    ));
+    report.line("| server | protocol | calls/s | ratio to the reference |\n|---|---|---:|---:|");
+    let modern = rate(&mut ours(Some(MODERN_META)), "read_file", r#"{"path":"a.txt"}"#);
+    let legacy = rate(&mut ours(None), "read_file", r#"{"path":"a.txt"}"#);
+    let peer = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..").join(PEER);
+    let reference = peer.exists().then(|| {
+        let mut server = Command::new("node");
+        server.arg(&peer).arg(root.path());
+        let args = format!(r#"{{"path":"{}"}}"#, file.display());
+        rate(&mut Session::start(server, None), "read_text_file", &args)
+    });
+    for (who, protocol, took) in [
+        ("iota-host", "2026-07-28", Some(modern)),
+        ("iota-host", "2025-06-18", Some(legacy)),
+        ("server-filesystem (node)", "2025-06-18", reference),
+    ] {
+        let Some(took) = took else {
+            report.line(format!("| {who} | {protocol} | not installed: npm install --prefix target/mcp-peer @modelcontextprotocol/server-filesystem | |"));
+            continue;
+        };
+        let ratio = reference.map_or("".into(), |r| format!("{:.2}x", per_second(took) / per_second(r)));
+        report.line(format!("| {who} | {protocol} | {:.0} | {ratio} |", per_second(took)));
+    }
+
+    let mut session = ours(None);
     let calls = [
         ("read_file", r#"{"path":"a.txt"}"#),
         ("grep", r#"{"pattern":"hello"}"#),
@@ -58,16 +169,11 @@ pub fn run(report: &mut Report, iota_host: &Path) {
     let mut after_warm_up = 0;
     for id in 10..10 + CALLS {
         let (tool, args) = calls[(id % 4) as usize];
-        send(format!(
-            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{args}}}}}"#
-        ));
-        next(&mut reply);
+        session.call(id, tool, args);
         if id == 10 + WARM_UP {
-            after_warm_up = rss_kib(server.id());
+            after_warm_up = rss_kib(session.child.id());
         }
     }
-    let end = rss_kib(server.id());
-    drop(input);
-    let _ = server.wait();
+    let end = rss_kib(session.child.id());
     report.line(format!("\n## serve: memory over one long session\n\nRSS of `iota-host serve` after {WARM_UP} calls (read_file, grep, list_dir, glob in turn): {} MiB; after {CALLS}: {} MiB.", after_warm_up / 1024, end / 1024));
 }

@@ -264,6 +264,8 @@ fn a_forged_altered_foreign_replayed_or_stale_request_state_runs_nothing() {
     let Some(python) = python() else { return };
     let p = Project::new().config("agents:\n  a:\n    tools:\n      code:\n");
     p.write("e.txt", "old\n");
+    p.write(".git/config", "[core]\n\tbare = false\n");
+    std::os::unix::fs::symlink(".git/config", p.path("l.txt")).unwrap();
     let step = run_client(&python, "mcp_rounds.py", &p, &[]);
     let asked = step("asked");
     assert_eq!(asked["method"], "elicitation/create");
@@ -310,6 +312,18 @@ fn a_forged_altered_foreign_replayed_or_stale_request_state_runs_nothing() {
     assert_eq!(
         changed["file"], "changed meanwhile\n",
         "the write the user never saw did not happen"
+    );
+    assert_eq!(step("swap-asked")["message"], "Allow write_file a.txt?");
+    let swapped = step("swapped");
+    assert_eq!(swapped["is_error"], true, "{swapped}");
+    assert_eq!(
+        p.read(".git/config"),
+        b"[core]\n\tbare = false\n",
+        "a link swapped in after the question cannot carry the answer into .git: {swapped}"
+    );
+    assert_eq!(
+        step("linked-asked")["message"],
+        "Allow write_file l.txt → .git/config (protected: it changes what runs outside the sandbox)?"
     );
 }
 
@@ -439,6 +453,14 @@ fn skills_reach_the_client(mode: &str) {
         "---\nname: Not Allowed\ndescription: a name SEP-2640 refuses\n---\nbody\n",
     );
     std::fs::write(p.root().parent().unwrap().join("secret.txt"), "SECRET").unwrap();
+    let fifo = p.path(".iota/skills/pdf/pipe");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
     let step = run_client(&python, "mcp_skills.py", &p, &[mode]);
     assert_eq!(
         step("capabilities")["extensions"],

@@ -102,6 +102,24 @@ async def main(binary, config):
         await s.call_tool("read_file", {"path": "e.txt"})
         await attempt(s, "changed", "write_file", change, preview.request_state)
 
+        # A link swapped in between the question and the retry: the write
+        # would land in .git/config, which the user was never asked about.
+        stat = os.stat(os.path.join(ROOT, ".git/config"))
+        with open(os.path.join(ROOT, "a.txt"), "w") as f:
+            f.write(content(".git/config"))
+        os.utime(os.path.join(ROOT, "a.txt"), ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        await s.call_tool("read_file", {"path": "a.txt"})
+        evil = {"path": "a.txt", "content": content(".git/config") + "\tfsmonitor = touch PWNED\n"}
+        asked = await ask(s, "write_file", evil)
+        print(json.dumps({"step": "swap-asked", "message": asked.input_requests["answer"].params.message.split("\n")[0]}), flush=True)
+        os.remove(os.path.join(ROOT, "a.txt"))
+        os.symlink(".git/config", os.path.join(ROOT, "a.txt"))
+        await attempt(s, "swapped", "write_file", evil, asked.request_state, watch=".git/config")
+
+        # A link there before the call: the question says where it lands.
+        linked = await ask(s, "write_file", {"path": "l.txt", "content": "x"})
+        print(json.dumps({"step": "linked-asked", "message": linked.input_requests["answer"].params.message.split("\n")[0]}), flush=True)
+
 
 if __name__ == "__main__":
     asyncio.run(main(sys.argv[1], sys.argv[2]))

@@ -56,7 +56,7 @@ async def main(binary, config, root, mode):
         cwd=root,
         env=dict(os.environ),
     )
-    async with Client(params, mode=mode) as client:
+    async with Client(params, mode=mode, read_timeout_seconds=30) as client:
         session = client.session
         extensions = (session.server_capabilities.extensions or {}) if hasattr(session.server_capabilities, "extensions") else {}
         say("capabilities", extensions=sorted(extensions.keys()))
@@ -82,12 +82,15 @@ async def main(binary, config, root, mode):
             ("get-unknown", session.send_request(GetSkill(params=UriParams(uri="skill://nope/SKILL.md")), ANY)),
             ("read-escape", client.read_resource("skill://pdf-tools/..%2F..%2F..%2Fsecret.txt")),
             ("read-missing", client.read_resource("skill://pdf-tools/missing.md")),
+            ("read-fifo", client.read_resource("skill://pdf-tools/pipe")),
         ]:
             try:
                 await call
                 say(step, error=None)
             except MCPError as e:
                 say(step, error=e.error.message, code=e.error.code)
+        result = await client.call_tool("load_skill", {"skill": "pdf-tools", "file": "pipe"})
+        say("load-fifo", text="".join(c.text for c in result.content if c.type == "text"))
 
 
 if __name__ == "__main__":

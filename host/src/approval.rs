@@ -79,7 +79,8 @@ pub fn gate(
     header: &str,
     root: &Path,
 ) -> Decision {
-    let protected = !spec.read_only && writes_protected(root, args);
+    let target = (!spec.read_only).then(|| WriteTarget::of(root, args)).flatten();
+    let protected = target.as_ref().is_some_and(|t| t.protected);
     if !protected && set.approval(&spec.name, args) == Approval::Never {
         return Decision::NotNeeded;
     }
@@ -91,9 +92,13 @@ pub fn gate(
         return Decision::Refused(non_interactive_refusal(&spec.name));
     }
     let diff = set.preview(session, &spec.name, args);
+    // The question names where the write really lands, so the answer (and,
+    // over MCP's multi round-trip requests, its digest) covers that too: a
+    // link swapped in before the call or before its retry is seen.
+    let header = target.map_or_else(|| header.to_string(), |t| t.annotate(header));
     let request = ApprovalRequest {
         tool: &spec.name,
-        header,
+        header: &header,
         diff: diff.as_deref(),
     };
     let answer = ui.approve(&request);
@@ -111,25 +116,64 @@ pub fn gate(
     }
 }
 
-/// Whether the call's `path` argument lands in a protected directory of
-/// `root`: resolved as the file tools resolve it (relative to the root), `..`
-/// folded, and every link in the part that exists followed, so neither
-/// `a/../.git/hooks/x` nor a link to `.git` gets past.
-pub fn writes_protected(root: &Path, args: &str) -> bool {
-    let Some(path) = serde_json::from_str::<serde_json::Value>(args)
-        .ok()
-        .and_then(|v| v.get("path").and_then(|p| p.as_str()).map(str::to_string))
-    else {
-        return false;
-    };
-    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-    let target = resolve(&root.join(path));
-    PROTECTED_DIRS.iter().any(|dir| target.starts_with(root.join(dir)))
+/// Where a writer's `path` argument really lands: resolved as the file tools
+/// resolve it (relative to the root), `..` folded, and every link in the
+/// part that exists followed, so neither `a/../.git/hooks/x` nor a link to
+/// `.git` gets past.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteTarget {
+    /// The `path` argument as given.
+    given: String,
+    /// Where it lands, relative to the root (absolute when outside it).
+    lands: PathBuf,
+    /// Whether that is in a [`PROTECTED_DIRS`] directory of the root.
+    pub protected: bool,
 }
 
-/// `path` with `.` and `..` folded and the links of its longest existing
-/// prefix followed.
-fn resolve(path: &Path) -> PathBuf {
+impl WriteTarget {
+    /// The target of the call's `path` argument, or else of its `cwd` (a
+    /// shell command's directory: named when a link moves it, never
+    /// protected — a sandboxed command cannot write there anyway).
+    pub fn of(root: &Path, args: &str) -> Option<WriteTarget> {
+        let args = serde_json::from_str::<serde_json::Value>(args).ok()?;
+        let (given, is_path) = match (args.get("path"), args.get("cwd")) {
+            (Some(path), _) => (path.as_str()?.to_string(), true),
+            (None, Some(cwd)) => (cwd.as_str()?.to_string(), false),
+            (None, None) => return None,
+        };
+        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+        let resolved = resolve(&root.join(&given));
+        let protected = is_path && PROTECTED_DIRS.iter().any(|dir| resolved.starts_with(root.join(dir)));
+        let lands = resolved.strip_prefix(&root).map_or(resolved.clone(), Path::to_path_buf);
+        Some(WriteTarget {
+            given,
+            lands,
+            protected,
+        })
+    }
+
+    /// `header` with where the write lands when that is not the path as
+    /// given (`→ .git/config`), and a warning when it is protected.
+    pub fn annotate(&self, header: &str) -> String {
+        let mut text = header.to_string();
+        if fold(Path::new(&self.given)) != self.lands {
+            text.push_str(&format!(" → {}", self.lands.display()));
+        }
+        if self.protected {
+            text.push_str(" (protected: it changes what runs outside the sandbox)");
+        }
+        text
+    }
+}
+
+/// Whether the call's `path` argument lands in a protected directory of
+/// `root` (see [`WriteTarget`]).
+pub fn writes_protected(root: &Path, args: &str) -> bool {
+    WriteTarget::of(root, args).is_some_and(|t| t.protected)
+}
+
+/// `path` with `.` and `..` folded, by the text alone.
+fn fold(path: &Path) -> PathBuf {
     let mut folded = PathBuf::new();
     for part in path.components() {
         match part {
@@ -140,6 +184,13 @@ fn resolve(path: &Path) -> PathBuf {
             other => folded.push(other),
         }
     }
+    folded
+}
+
+/// `path` with `.` and `..` folded and the links of its longest existing
+/// prefix followed.
+fn resolve(path: &Path) -> PathBuf {
+    let folded = fold(path);
     let mut existing = folded.as_path();
     let mut rest = Vec::new();
     while std::fs::symlink_metadata(existing).is_err() {
@@ -183,5 +234,41 @@ mod tests {
             assert!(!writes_protected(&root, &args(plain)), "{plain}");
         }
         assert!(!writes_protected(&root, "{}"));
+    }
+
+    #[test]
+    fn the_question_names_where_a_write_lands() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::write(root.join(".git/config"), "").unwrap();
+        std::fs::write(root.join("b.txt"), "").unwrap();
+        std::os::unix::fs::symlink(root.join(".git/config"), root.join("a.txt")).unwrap();
+        std::os::unix::fs::symlink("b.txt", root.join("c.txt")).unwrap();
+        let shown = |path: &str| {
+            let args = serde_json::json!({ "path": path }).to_string();
+            WriteTarget::of(&root, &args)
+                .unwrap()
+                .annotate(&format!("write_file {path}"))
+        };
+        assert_eq!(
+            shown("a.txt"),
+            "write_file a.txt → .git/config (protected: it changes what runs outside the sandbox)"
+        );
+        assert_eq!(shown("c.txt"), "write_file c.txt → b.txt");
+        assert_eq!(shown("b.txt"), "write_file b.txt");
+        assert_eq!(shown("new/d.txt"), "write_file new/d.txt");
+        assert_eq!(shown("./b.txt"), "write_file ./b.txt");
+        std::os::unix::fs::symlink(root.join(".git"), root.join("d")).unwrap();
+        let cwd = |cwd: &str| {
+            let args = serde_json::json!({ "command": "make", "cwd": cwd }).to_string();
+            WriteTarget::of(&root, &args).unwrap().annotate("shell make")
+        };
+        assert_eq!(cwd("d"), "shell make → .git", "a linked cwd is named, not protected");
+        assert_eq!(cwd("."), "shell make");
+        assert_eq!(
+            shown(".git/config"),
+            "write_file .git/config (protected: it changes what runs outside the sandbox)"
+        );
     }
 }

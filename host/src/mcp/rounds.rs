@@ -12,7 +12,7 @@
 //! the form it answered, diff included: if the file changed between the
 //! preview and the retry, the replayed question differs and nothing runs.
 
-use crate::caps::ui::elicitation::{Carrier, Form, accepted};
+use crate::caps::ui::elicitation::{APPROVAL_CHOICES, Carrier, Form, accepted};
 use rmcp::model::{
     ElicitRequest, ElicitResult, InputRequest, InputRequests, InputRequiredResult, InputResponses, RequestStateCodec,
     RequestStateError, SealOptions,
@@ -76,9 +76,12 @@ impl Rounds {
         }
     }
 
-    /// What a state is bound to: this session, the tool and its arguments.
+    /// What a state is bound to: this session, the tool and its arguments
+    /// (their canonical JSON: a client may send the same object with its
+    /// keys in another order).
     fn bound_to(&self, tool: &str, args: &str) -> Vec<u8> {
-        format!("{}\n{tool}\n{}", self.session, blake3::hash(args.as_bytes())).into_bytes()
+        let canonical = serde_json::from_str::<Value>(args).map_or_else(|_| args.to_string(), |v| canonical(&v));
+        format!("{}\n{tool}\n{}", self.session, blake3::hash(canonical.as_bytes())).into_bytes()
     }
 
     /// Opens a retry of `tool` with `args`: the answers so far, the newest
@@ -156,6 +159,23 @@ impl Rounds {
     }
 }
 
+/// `value` as JSON text with every object's keys sorted.
+fn canonical(value: &Value) -> String {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            let fields: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical(&map[k])))
+                .collect();
+            format!("{{{}}}", fields.join(","))
+        }
+        Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),
+        other => other.to_string(),
+    }
+}
+
 /// A carrier that answers from the rounds so far and leaves the first new
 /// question for the client.
 #[derive(Debug, Default)]
@@ -166,8 +186,8 @@ pub struct Replay {
 
 #[derive(Debug, Default)]
 struct ReplayProgress {
-    /// How many forms the call has asked.
-    asked: usize,
+    /// Which recorded answers this run has used.
+    used: Vec<bool>,
     /// The first form no earlier round answered.
     open: Option<Form>,
     /// A replayed answer met a form other than the one it answered.
@@ -206,34 +226,50 @@ impl Replay {
     }
 }
 
+/// The accepted content of a recorded answer.
+fn reply_of(answer: &Answered) -> Option<Map<String, Value>> {
+    serde_json::from_value::<ElicitResult>(answer.reply.clone())
+        .ok()
+        .as_ref()
+        .and_then(accepted)
+}
+
+/// Whether a recorded answer is an approval "allow for this session".
+fn allows_session(answer: &Answered) -> bool {
+    reply_of(answer).and_then(|c| c.get("decision").cloned()) == Some(Value::String(APPROVAL_CHOICES[1].to_string()))
+}
+
 impl Carrier for Replay {
     fn interactive(&self) -> bool {
         true
     }
 
+    /// Answers `form` with the first unused answer given to the same form.
+    /// A form no answer fits is new — unless answers are left unused that
+    /// this run should have asked for: then what it asks has changed since
+    /// (a different diff, another destination), and nothing more runs. An
+    /// "allow for this session" answer may go unused: the gate does not ask
+    /// again once the session allows the tool.
     fn ask(&self, form: &Form) -> Option<Map<String, Value>> {
         let mut progress = self.progress.lock().unwrap_or_else(|e| e.into_inner());
         if progress.open.is_some() || progress.changed {
             return None;
         }
-        let index = progress.asked;
-        progress.asked += 1;
-        match self.answered.get(index) {
-            Some(answer) if answer.form == form.digest() => {
-                serde_json::from_value::<ElicitResult>(answer.reply.clone())
-                    .ok()
-                    .as_ref()
-                    .and_then(accepted)
-            }
-            Some(_) => {
-                progress.changed = true;
-                None
-            }
-            None => {
-                progress.open = Some(form.clone());
-                None
-            }
+        progress.used.resize(self.answered.len(), false);
+        let digest = form.digest();
+        let fits = (0..self.answered.len()).find(|&i| !progress.used[i] && self.answered[i].form == digest);
+        if let Some(i) = fits {
+            progress.used[i] = true;
+            return reply_of(&self.answered[i]);
         }
+        let left_unexplained =
+            (0..self.answered.len()).any(|i| !progress.used[i] && !allows_session(&self.answered[i]));
+        if left_unexplained {
+            progress.changed = true;
+        } else {
+            progress.open = Some(form.clone());
+        }
+        None
     }
 
     fn suspended(&self) -> bool {
@@ -328,6 +364,42 @@ mod tests {
         assert!(ours.resume("t", "{}", Some(&altered), Some(&reply("deny"))).is_err());
         assert!(ours.resume("t", "{}", None, Some(&reply("deny"))).is_err());
         assert!(ours.resume("t", "{}", Some(&state), None).is_err());
+    }
+
+    #[test]
+    fn arguments_bind_whatever_their_key_order() {
+        let rounds = Rounds::new();
+        let state = state_of(
+            &rounds
+                .ask("t", r#"{"a":1,"b":{"d":2,"c":3}}"#, Vec::new(), &form("a"))
+                .unwrap(),
+        );
+        assert!(
+            rounds
+                .resume("t", r#"{"b":{"c":3,"d":2},"a":1}"#, Some(&state), Some(&reply("deny")))
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn an_allow_for_this_session_answer_may_go_unasked_but_no_other() {
+        let answer = |f: &str, decision: &str| Answered {
+            form: form(f).digest(),
+            reply: json!({"action": "accept", "content": {"decision": decision}}),
+        };
+        // The gate's question was answered "for this session" in an earlier
+        // round and is not asked again; the component's question still fits.
+        let replay = Replay::new(vec![
+            answer("gate", "allow for this session"),
+            answer("component", "allow once"),
+        ]);
+        assert!(replay.ask(&form("component")).is_some());
+        assert!(replay.ask(&form("next")).is_none());
+        assert!(matches!(replay.stop(), Some(Stop::Open(f, _)) if f == form("next")));
+        // An "allow once" left unasked means the question changed.
+        let replay = Replay::new(vec![answer("gate", "allow once")]);
+        assert!(replay.ask(&form("gate, now to .git/config")).is_none());
+        assert!(matches!(replay.stop(), Some(Stop::Changed)));
     }
 
     #[test]

@@ -102,10 +102,16 @@ pub fn bundled_path(skill: &Skill, file: &str) -> Result<PathBuf, String> {
 /// A bundled file's text, read up to 20 MB with the note as its last line.
 fn read_bundled(skill: &Skill, file: &str) -> Result<String, String> {
     let path = bundled_path(skill, file)?;
-    let mut handle = std::fs::File::open(&path).map_err(|e| match e.kind() {
+    let missing = |e: std::io::Error| match e.kind() {
         std::io::ErrorKind::NotFound => format!("file does not exist: {}", path.display()),
         _ => format!("cannot read {}: {e}", path.display()),
-    })?;
+    };
+    // Looked at before it is opened: opening a FIFO waits for a writer.
+    let kind = std::fs::metadata(&path).map_err(missing)?.file_type();
+    if !kind.is_file() && !kind.is_dir() {
+        return Err(format!("{} is not a regular file", path.display()));
+    }
+    let mut handle = std::fs::File::open(&path).map_err(missing)?;
     let len = handle.metadata().map(|m| m.len()).unwrap_or(0);
     if handle.metadata().is_ok_and(|m| m.is_dir()) {
         return Err(format!("{} is a directory, not a file", path.display()));

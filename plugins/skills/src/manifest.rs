@@ -132,12 +132,17 @@ fn collect(top: &Path, dir: &Path, depth: usize, files: &mut Vec<FileEntry>) {
     }
 }
 
-/// A regular file's bytes, refused past [`MAX_READ`].
+/// A regular file's bytes, refused past [`MAX_READ`]. The type is checked
+/// before the open: opening a FIFO would wait for a writer for ever.
 fn read_at_most(path: &Path) -> Result<Vec<u8>, String> {
+    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("{} is not a regular file", path.display()));
+    }
     let file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
     let meta = file.metadata().map_err(|e| e.to_string())?;
     if !meta.is_file() {
-        return Err(format!("{} is not a file", path.display()));
+        return Err(format!("{} is not a regular file", path.display()));
     }
     if meta.len() > MAX_READ {
         return Err(format!("{} is {} bytes, over 20 MB", path.display(), meta.len()));

@@ -6,6 +6,9 @@ use sha2::{Digest, Sha256};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "src/engine/settings.rs"]
+mod settings;
+
 /// (package, wasm file it produces, name in OUT_DIR)
 const COMPONENTS: &[(&str, &str, &str)] = &[
     ("iota-code", "iota_code.wasm", "code.wasm"),
@@ -16,6 +19,9 @@ const COMPONENTS: &[(&str, &str, &str)] = &[
 ];
 
 const TARGET: &str = "wasm32-wasip2";
+
+/// The built-ins, compiled ahead of time to `<name>.cwasm` beside them.
+const BUILTINS: &[&str] = &["code.wasm", "skills.wasm", "ask.wasm"];
 
 fn main() {
     let manifest = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap());
@@ -69,7 +75,23 @@ fn main() {
             .collect();
         std::fs::write(out.join(format!("{name}.sha256")), digest).unwrap();
     }
+    precompile(&out);
     println!("cargo:rustc-env=IOTA_COMPONENTS_DIR={}", out.display());
+}
+
+/// Compiles the built-ins to native code with the host engine's settings, so
+/// a first run loads them instead of compiling them (about a second).
+fn precompile(out: &Path) {
+    let mut config = wasmtime::Config::new();
+    settings::compiler_settings(&mut config);
+    let engine = wasmtime::Engine::new(&config).expect("a wasmtime engine for precompiling");
+    for name in BUILTINS {
+        let wasm = std::fs::read(out.join(name)).unwrap();
+        let compiled = engine
+            .precompile_component(&wasm)
+            .unwrap_or_else(|e| panic!("precompiling {name}: {e:?}"));
+        std::fs::write(out.join(name.replace(".wasm", ".cwasm")), compiled).unwrap();
+    }
 }
 
 /// Fails early with the exact fix when the Wasm target is missing.

@@ -57,12 +57,13 @@ fn sandboxed_commands_cannot_see_or_change_the_host_state() {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     assert_eq!(run("read_file", json!({"path": "a.txt"})), "     1\thello\n");
-    // Wherever the host keeps its compiled components under this home.
+    // Wherever the host keeps its state (the key that seals it, the
+    // remembered descriptions) under this home.
     let state = walk(home.path())
         .into_iter()
-        .find(|p| p.extension().is_some_and(|x| x == "cwasm"))
+        .find(|p| p.file_name().is_some_and(|name| name == "key"))
         .and_then(|p| p.parent().map(std::path::Path::to_path_buf))
-        .expect("compiled components kept under the home");
+        .expect("the host state kept under the home");
     let before = snapshot(&state);
     let text = run(
         "shell",
@@ -96,26 +97,36 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 /// is the host's own again afterwards.
 #[test]
 fn a_patched_or_swapped_compiled_component_is_never_loaded() {
+    // Third-party components are the ones compiled and cached: the example
+    // toolset and the hostile fixture.
+    let components = support::COMPONENTS;
     let p = Project::new()
-        .config("agents:\n  a:\n    tools:\n      code:\n      ask:\n")
-        .with_private_cache()
-        .answers("[]");
-    p.write("a.txt", "hello\n");
-    assert!(!p.call("read_file", json!({"path": "a.txt"})).is_error);
+        .config(&format!(
+            "toolsets:\n  todo: {components}/todo.wasm\n  hostile:\n    path: {components}/hostile.wasm\n    grant: [process, parallel]\nagents:\n  a:\n    tools:\n      todo:\n      hostile:\n"
+        ))
+        .with_private_cache();
+    p.write("a.txt", "TODO: hello\n");
+    let todos = || p.call("todos", json!({}));
+    assert_eq!(todos().text, "a.txt:1: TODO: hello");
     let state = p.cache();
     let files = compiled(&state);
-    assert_eq!(files.len(), 2, "code and ask: {files:?}");
-    let sizes: Vec<u64> = files.iter().map(|f| std::fs::metadata(f).unwrap().len()).collect();
-    let (code, ask) = if sizes[0] > sizes[1] {
+    assert_eq!(files.len(), 2, "todo and hostile: {files:?}");
+    let todo_digest = std::fs::read_to_string(format!("{components}/todo.wasm.sha256")).unwrap();
+    let (todo, hostile) = if files[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with(todo_digest.trim())
+    {
         (&files[0], &files[1])
     } else {
         (&files[1], &files[0])
     };
-    let original = std::fs::read(code).unwrap();
+    let original = std::fs::read(todo).unwrap();
     for planted in [
-        // The ask component's own, valid file under code's name.
-        std::fs::read(ask).unwrap(),
-        // Code's file with one byte of its machine code changed.
+        // The hostile component's own, valid file under todo's name.
+        std::fs::read(hostile).unwrap(),
+        // Todo's file with one byte of its machine code changed.
         {
             let mut patched = original.clone();
             let middle = patched.len() / 2;
@@ -123,11 +134,10 @@ fn a_patched_or_swapped_compiled_component_is_never_loaded() {
             patched
         },
     ] {
-        std::fs::write(code, &planted).unwrap();
-        let r = p.call("read_file", json!({"path": "a.txt"}));
-        assert_eq!(r.text, "     1\thello", "the right component answered");
+        std::fs::write(todo, &planted).unwrap();
+        assert_eq!(todos().text, "a.txt:1: TODO: hello", "the right component answered");
         assert_ne!(
-            std::fs::read(code).unwrap(),
+            std::fs::read(todo).unwrap(),
             planted,
             "the planted file was replaced, not used"
         );

@@ -283,11 +283,11 @@ fn the_iota_exception_leaves_the_sandbox_only_with_approval() {
         &r,
         "shell was not executed: it requires interactive approval, which is unavailable in this non-interactive run. Set the toolset's auto-approve option (tools.code.auto_write / tools.shell.auto_run) to permit it here.",
     );
-    // Had it run, the call would have left a compiled component in the cache.
+    // Had it run, the call would have left a description in the cache.
     assert!(
         std::fs::read_dir(p.cache()).map_or(true, |d| d
             .flatten()
-            .all(|e| e.path().extension().is_none_or(|x| x != "cwasm"))),
+            .all(|e| !e.file_name().to_string_lossy().starts_with("describe-"))),
         "the refused iota call did not run"
     );
     // A pipe keeps it in the sandbox: no approval, no exception.
@@ -297,7 +297,7 @@ fn the_iota_exception_leaves_the_sandbox_only_with_approval() {
     assert!(!r.text.contains("requires interactive approval"), "{}", r.text);
     assert_eq!(r.header, format!("shell {BIN} --version | cat"));
     // Approved, it runs outside: it writes where the sandbox cannot (the
-    // compiled component its call caches, in a cache outside the root).
+    // description its call caches, in a cache outside the root).
     let p = Project::new()
         .config("agents:\n  a:\n    tools:\n      shell:\n      ask: false\n")
         .with_private_cache()
@@ -309,12 +309,12 @@ fn the_iota_exception_leaves_the_sandbox_only_with_approval() {
     );
     assert!(!r.is_error, "{}", r.text);
     assert!(r.text.contains("hello"), "{}", r.text);
-    let compiled = std::fs::read_dir(p.cache())
+    let described = std::fs::read_dir(p.cache())
         .unwrap()
         .flatten()
-        .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+        .filter(|e| e.file_name().to_string_lossy().starts_with("describe-"))
         .count();
-    assert!(compiled > 0, "the approved iota call ran outside the sandbox");
+    assert!(described > 0, "the approved iota call ran outside the sandbox");
 }
 
 #[test]

@@ -34,15 +34,28 @@ fn tools_json(p: &Project) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// The built-in sets plus the example toolset, which (third-party) is
+/// compiled at its first use and cached.
+fn with_todo() -> Project {
+    Project::new()
+        .config(&format!(
+            "toolsets:\n  todo: {}/todo.wasm\nagents:\n  default:\n    tools:\n      code:\n      skills:\n      todo:\n",
+            support::COMPONENTS
+        ))
+        .with_private_cache()
+}
+
 #[test]
 fn a_remembered_start_loads_nothing_and_a_call_loads_only_its_set() {
-    let p = Project::new()
-        .config("agents:\n  default:\n    tools:\n      code:\n      skills:\n")
-        .with_private_cache();
+    let p = with_todo();
     p.write("a.txt", "hello\n");
     let described = tools_json(&p);
-    assert_eq!(compiled(&p).len(), 2, "the first start compiles code and skills");
-    assert_eq!(files_named(&p.cache(), "describe-", ".json").len(), 2);
+    assert_eq!(
+        compiled(&p).len(),
+        1,
+        "the first start compiles the third-party set only: the built-ins come compiled"
+    );
+    assert_eq!(files_named(&p.cache(), "describe-", ".json").len(), 3);
 
     for file in compiled(&p) {
         std::fs::remove_file(file).unwrap();
@@ -55,7 +68,9 @@ fn a_remembered_start_loads_nothing_and_a_call_loads_only_its_set() {
     assert!(compiled(&p).is_empty(), "listing the tools compiled nothing");
 
     support::assert_ok(&p.call("read_file", json!({"path": "a.txt"})), "     1\thello");
-    assert_eq!(compiled(&p).len(), 1, "calling read_file compiled code only");
+    assert!(compiled(&p).is_empty(), "calling read_file compiled nothing");
+    support::assert_ok(&p.call("todos", json!({})), "no TODO or FIXME comments");
+    assert_eq!(compiled(&p).len(), 1, "calling todos compiled todo only");
 }
 
 #[test]
@@ -129,8 +144,12 @@ fn an_unreadable_description_is_described_again() {
 #[test]
 fn the_cache_keeps_the_most_recently_used_files_only() {
     use iota_host::engine::{KEEP_COMPILED, KEEP_DESCRIBED};
+    // One set, compiled and described once.
     let p = Project::new()
-        .config("agents:\n  default:\n    tools:\n      code:\n")
+        .config(&format!(
+            "toolsets:\n  todo: {}/todo.wasm\nagents:\n  default:\n    tools:\n      todo:\n",
+            support::COMPONENTS
+        ))
         .with_private_cache();
     // What earlier builds left: stale components and descriptions, oldest first.
     std::fs::create_dir_all(p.cache()).unwrap();

@@ -13,6 +13,30 @@ pub static SKILLS_WASM: &[u8] = include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR
 /// `ask.wasm`: choose, confirm.
 pub static ASK_WASM: &[u8] = include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/ask.wasm"));
 
+/// The built-in components compiled ahead of time by build.rs (wasmtime's
+/// `precompile_component`, the engine's own settings), by the very slice of
+/// Wasm they were compiled from: a first run needs no compile.
+pub fn precompiled(wasm: &[u8]) -> Option<&'static [u8]> {
+    let compiled: [(&[u8], &'static [u8]); 3] = [
+        (
+            CODE_WASM,
+            include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/code.cwasm")),
+        ),
+        (
+            SKILLS_WASM,
+            include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/skills.cwasm")),
+        ),
+        (
+            ASK_WASM,
+            include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/ask.cwasm")),
+        ),
+    ];
+    compiled
+        .into_iter()
+        .find(|(embedded, _)| std::ptr::eq(*embedded, wasm))
+        .map(|(_, compiled)| compiled)
+}
+
 /// The sha256 build.rs computed for an embedded component's bytes (the very
 /// slice, by address), so loading a built-in does not hash megabytes.
 pub fn known_sha256(wasm: &[u8]) -> Option<&'static str> {

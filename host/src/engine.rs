@@ -2,7 +2,8 @@
 //! deadlines, and an on-disk cache of compiled components.
 //!
 //! Compiling a component takes about a second; loading a cached one takes
-//! milliseconds. The cache key is sha256 of the Wasm bytes plus wasmtime's
+//! milliseconds. The built-in components come compiled ahead of time, at
+//! build time, with the same settings (`engine/settings.rs`). The cache key is sha256 of the Wasm bytes plus wasmtime's
 //! precompile-compatibility hash, so a new wasmtime or different settings
 //! never load a stale artifact. The cache is host state (`host_state.rs`):
 //! kept out of every sandboxed command's reach and sealed, because a
@@ -17,6 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use wasmtime::component::Component;
+
+mod settings;
 
 /// How often the epoch advances: the resolution of every deadline.
 pub const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -51,8 +54,7 @@ impl Engine {
     /// time). One that cannot be used safely is left out with a warning.
     pub fn with_cache(cache_dir: Option<PathBuf>) -> Result<Engine> {
         let mut config = wasmtime::Config::new();
-        config.epoch_interruption(true);
-        config.wasm_component_model(true);
+        settings::compiler_settings(&mut config);
         config.allocation_strategy(wasmtime::InstanceAllocationStrategy::Pooling(pool()));
         // The pool reserves its address space up front; where that is refused
         // (a `ulimit -v`), every instance is mapped on its own instead.
@@ -108,6 +110,15 @@ impl Engine {
 
     /// The same for bytes whose [`digest`] the caller already has.
     pub fn component_with_digest(&self, name: &str, digest: &str, wasm: &[u8]) -> Result<Component> {
+        // SAFETY: build.rs wrote these bytes with `precompile_component` of
+        // this very engine configuration, and they are part of this binary;
+        // wasmtime still refuses them if its version, the settings or the
+        // CPU's features differ, and then the component is compiled below.
+        if let Some(precompiled) = crate::embedded::precompiled(wasm)
+            && let Ok(component) = unsafe { Component::deserialize(&self.inner, precompiled) }
+        {
+            return Ok(component);
+        }
         let key = self.cache_key(digest);
         // SAFETY: the file is exactly what this host wrote (its keyed tag
         // matches) from `Component::serialize` of this engine configuration

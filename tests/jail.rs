@@ -144,6 +144,45 @@ fn a_dangling_symlink_out_creates_nothing_outside() {
     assert!(!p.outside().join("newdir").exists(), "no directory was created outside");
 }
 
+/// A link's `..` is taken from the directory the OS reached, not from the
+/// text: through a linked `sub`, `sub/../.git/config` is `x/.git/config`.
+/// The write lands where a read of the same path read (and where the
+/// approval question says), never in the root's `.git`.
+#[test]
+fn a_link_through_a_linked_directory_writes_where_the_os_resolves_it() {
+    let p = project();
+    let config = "[core]\n\tbare = false\n";
+    p.write(".git/config", config);
+    p.write("x/.git/config", config);
+    std::fs::create_dir_all(p.path("x/y")).unwrap();
+    symlink("x/y", p.path("sub")).unwrap();
+    symlink("sub/../.git/config", p.path("a.txt")).unwrap();
+    symlink("x/y", p.path("d")).unwrap();
+    symlink("../.git/config", p.path("x/y/b.txt")).unwrap();
+    let planted = format!("{config}\tfsmonitor = touch PWNED\n");
+    for (path, step) in [
+        ("a.txt", "a final link"),
+        ("d/b.txt", "a link below a linked directory"),
+    ] {
+        let rs = p.calls(&[
+            ("read_file", json!({"path": path})),
+            ("write_file", json!({"path": path, "content": planted})),
+        ]);
+        assert!(!rs[1].is_error, "{step}: {}", rs[1].text);
+        assert_eq!(
+            p.read(".git/config"),
+            config.as_bytes(),
+            "{step}: the root's .git is untouched"
+        );
+        assert_eq!(
+            p.read("x/.git/config"),
+            planted.as_bytes(),
+            "{step}: it wrote what it read"
+        );
+        p.write("x/.git/config", config);
+    }
+}
+
 #[test]
 fn a_symlink_loop_does_not_hang() {
     let p = project();

@@ -141,21 +141,49 @@ fn write_error(ctx: &Ctx, written: &str, err: &std::io::Error) -> String {
     }
 }
 
-/// Where a symlink inside the root finally leads, worked out lexically link by
-/// link (WASI has no realpath); every hop must stay inside the root.
+/// Where a symlink inside the root finally leads, worked out the way the
+/// OS resolves it (WASI has no realpath): from the root, one component at a
+/// time, every link followed where it is met and `..` taken from the
+/// directory reached so far, not from the text — `sub/../x` through a
+/// linked `sub` is not `x`. Every step must stay inside the root; the host's
+/// approval gate resolves the same way, so the question names this file.
 fn resolve_link(ctx: &Ctx, target: &Target) -> Result<PathBuf, String> {
-    let mut current = target.abs.clone();
-    for _ in 0..40 {
-        let meta = std::fs::symlink_metadata(&current).map_err(|e| write_error(ctx, &target.written, &e))?;
-        if !meta.file_type().is_symlink() {
-            return Ok(current);
+    let root = ctx.jail.root();
+    let outside = || ctx.jail.outside(&target.written);
+    let relative = target.abs.strip_prefix(root).map_err(|_| outside())?;
+    // What is left to walk, last component first.
+    let mut pending: Vec<std::ffi::OsString> = relative.iter().rev().map(Into::into).collect();
+    let mut current = root.to_path_buf();
+    let mut hops = 0;
+    while let Some(part) = pending.pop() {
+        if part == "." {
+            continue;
         }
-        let link = std::fs::read_link(&current).map_err(|e| write_error(ctx, &target.written, &e))?;
-        let next = iota_toolset::jail::clean(&current.parent().unwrap_or(ctx.jail.root()).join(link));
-        if !next.starts_with(ctx.jail.root()) {
-            return Err(ctx.jail.outside(&target.written));
+        if part == ".." {
+            if current == root {
+                return Err(outside());
+            }
+            current.pop();
+            continue;
         }
-        current = next;
+        let next = current.join(&part);
+        let is_link = std::fs::symlink_metadata(&next).is_ok_and(|m| m.file_type().is_symlink());
+        if !is_link {
+            current = next;
+            continue;
+        }
+        hops += 1;
+        if hops > 40 {
+            return Err(format!("{} is not a regular file", target.written));
+        }
+        let link = std::fs::read_link(&next).map_err(|e| write_error(ctx, &target.written, &e))?;
+        let rest = if link.is_absolute() {
+            current = root.to_path_buf();
+            link.strip_prefix(root).map_err(|_| outside())?.to_path_buf()
+        } else {
+            link
+        };
+        pending.extend(rest.iter().rev().map(Into::into));
     }
-    Err(format!("{} is not a regular file", target.written))
+    Ok(current)
 }

@@ -520,6 +520,42 @@ fn skills_are_served_over_the_skills_extension_to_a_handshake_client() {
     skills_reach_the_client("legacy");
 }
 
+/// A background job outlives the thread that started it: tokio's idle
+/// blocking threads exit after ten seconds, and a sandboxed command dies
+/// with the thread that forked its bwrap (`--die-with-parent`).
+#[test]
+fn a_background_job_outlives_the_idle_thread_that_started_it() {
+    if !support::sandbox_works() {
+        return;
+    }
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      shell:\n      code:\n");
+    let mut raw = Raw::start(&p);
+    let marker = format!("sleep 13.{}", support::run_tag());
+    raw.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"shell","arguments":{{"command":"{marker}; echo survived","background":true}}}}}}"#
+    ));
+    let started = raw.reply(2);
+    assert!(
+        started["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("Started background job"),
+        "{started}"
+    );
+    support::eventually("the job runs", || !support::processes_matching(&marker).is_empty());
+    support::eventually("the job ends", || support::processes_matching(&marker).is_empty());
+    raw.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"list_dir","arguments":{}}}"#);
+    let text = raw.reply(3)["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let survived = regex::Regex::new(&format!(
+        r"finished: exit 0 after \d+s\] {marker}; echo survived\nsurvived"
+    ))
+    .unwrap();
+    assert!(survived.is_match(&text), "{text}");
+}
+
 /// The MCP Inspector CLI .ci/run installs into target/mcp-inspector.
 fn inspector() -> Option<PathBuf> {
     let bin = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/mcp-inspector/node_modules/.bin/mcp-inspector");

@@ -180,7 +180,8 @@ impl Running {
                 Ok(())
             });
         }
-        let child = command.spawn()?;
+        let (command, child) = spawn_from_lasting_thread(command);
+        let child = child?;
         drop(command);
         drop(launch);
         drop(cgroup_procs);
@@ -368,6 +369,46 @@ pub fn duration(d: Duration) -> String {
         format!("{m}m{s}s")
     } else {
         format!("{s}s")
+    }
+}
+
+/// Spawns `command` from the process's spawner thread; hands the command
+/// back (its descriptors are closed by dropping it) with the child.
+///
+/// bwrap's `--die-with-parent` (`PR_SET_PDEATHSIG`) fires when the *thread*
+/// that forked it exits, not the process: a background job started from a
+/// round's worker thread, or from tokio's blocking pool (whose idle threads
+/// exit after ten seconds), would be killed with that thread. The spawner
+/// thread lives as long as the process, so a command dies with the host,
+/// never with a passing thread.
+fn spawn_from_lasting_thread(mut command: Command) -> (Command, std::io::Result<std::process::Child>) {
+    type Spawn = Box<dyn FnOnce() + Send>;
+    static SPAWNER: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<Spawn>>> = std::sync::OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<Spawn>();
+        let started = std::thread::Builder::new()
+            .name("iota-spawner".into())
+            .spawn(move || rx.into_iter().for_each(|spawn| spawn()));
+        if started.is_err() {
+            eprintln!("iota-host: warning: no spawner thread; commands start from the calling thread");
+        }
+        Mutex::new(tx)
+    });
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    let sent = spawner
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .send(Box::new(move || {
+            let child = command.spawn();
+            let _ = done_tx.send((command, child));
+        }));
+    match sent {
+        Ok(()) => done_rx.recv().expect("the spawner thread answers every spawn"),
+        Err(std::sync::mpsc::SendError(spawn)) => {
+            // The spawner thread could not start: spawn here, as before.
+            spawn();
+            done_rx.recv().expect("the spawn ran on this thread")
+        }
     }
 }
 

@@ -4,10 +4,10 @@
 //! Spec: "Approval is a per-call question. Interactively the answer is allow
 //! once / allow for this session / deny; a denied call does not run and the
 //! model is told so. A non-interactive -m run has nobody to ask and refuses
-//! every gated call with: <tool> was not executed: it requires interactive
+//! every gated call with: `<tool> was not executed: it requires interactive
 //! approval, which is unavailable in this non-interactive run. Set the
 //! toolset's auto-approve option (tools.code.auto_write / tools.shell.auto_run)
-//! to permit it here."
+//! to permit it here.`"
 
 use crate::caps::ui::{Approval as Answer, ApprovalRequest, Ui};
 use crate::session::Session;

@@ -3,13 +3,14 @@
 //! or config error (message on stderr).
 
 use crate::agent::AgentTools;
+use crate::api::Host;
 use crate::caps::ui::{NoUi, ScriptedUi, Ui, terminal::TerminalUi};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::present;
 use crate::round::{Call, Outcome};
 use crate::session::Session;
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -149,8 +150,7 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     }
 
     let config = Config::discover_from(cli.config.as_deref(), model_root.is_none()).map_err(UsageError)?;
-    let agent = config.agent(cli.agent.as_deref()).map_err(UsageError)?;
-    let root = project_root(cli.root.as_deref()).map_err(UsageError)?;
+    let root = crate::api::project_root(cli.root.as_deref()).map_err(UsageError)?;
     let inside_protected = |root: &Path, model_root: &Path| {
         crate::approval::PROTECTED_DIRS
             .iter()
@@ -173,16 +173,22 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     } else {
         choose_ui(&cli).map_err(UsageError)?
     };
-    let (mut tools, warnings) = AgentTools::load(&engine, &config, agent, &root, &ui).map_err(UsageError)?;
-    if let Some(path) = cli.audit.as_ref().or(config.audit.as_ref()) {
-        let log = crate::audit::AuditLog::open(path, &agent.name, &root)
-            .with_context(|| format!("cannot open the audit log {}", path.display()))
-            .map_err(UsageError)?;
-        tools = tools.with_audit(log);
+    let mut builder = Host::builder()
+        .config(config)
+        .root(&root)
+        .ui(ui.clone())
+        .engine(engine.clone());
+    if let Some(agent) = &cli.agent {
+        builder = builder.agent(agent);
     }
-    for warning in config.warnings.iter().chain(&warnings) {
+    if let Some(audit) = &cli.audit {
+        builder = builder.audit(audit);
+    }
+    let host = builder.build().map_err(UsageError)?;
+    for warning in host.warnings() {
         eprintln!("iota-host: warning: {warning}");
     }
+    let tools = host.agent_tools().clone();
 
     match cli.command {
         Command::Tools { json } => {
@@ -214,36 +220,18 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
             // The process ends here: unmapping every loaded component and
             // freeing the engine would only delay the exit.
             std::mem::forget(tools);
+            std::mem::forget(host);
             std::mem::forget(engine);
             Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
         Command::Serve => {
+            drop(host);
+            let tools = Arc::into_inner(tools).expect("the host was dropped: its tools are the server's alone");
             crate::mcp::serve(tools, (!client_asks).then_some(ui)).map_err(UsageError)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Inspect { .. } => unreachable!("handled above"),
     }
-}
-
-/// `--root`, else the git root of the working directory, else the working
-/// directory; canonical, so the jail and the preopens agree on one path.
-fn project_root(explicit: Option<&Path>) -> Result<PathBuf> {
-    let start = match explicit {
-        Some(dir) => dir.to_path_buf(),
-        None => {
-            let cwd = std::env::current_dir().context("cannot read the working directory")?;
-            cwd.ancestors()
-                .find(|d| d.join(".git").exists())
-                .map(Path::to_path_buf)
-                .unwrap_or(cwd)
-        }
-    };
-    let root =
-        std::fs::canonicalize(&start).with_context(|| format!("project root {} does not exist", start.display()))?;
-    if !root.is_dir() {
-        bail!("project root {} is not a directory", root.display());
-    }
-    Ok(root)
 }
 
 /// Scripted answers when given; else the terminal when interactive (stdin and

@@ -13,7 +13,6 @@ use crate::host_state::StateDir;
 use anyhow::{Context as _, Result};
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -131,18 +130,12 @@ impl Engine {
             mark_used(&state.dir().join(&key));
             return Ok(component);
         }
-        let progress = std::io::stderr().is_terminal().then(|| {
-            let bar = indicatif::ProgressBar::new_spinner();
-            bar.set_message(format!("compiling toolset {name} (first run; cached after)"));
-            bar.enable_steady_tick(Duration::from_millis(100));
-            bar
-        });
-        let component = Component::new(&self.inner, wasm)
-            .map_err(anyhow::Error::from)
-            .with_context(|| format!("toolset {name:?}: not a valid component"));
-        if let Some(bar) = progress {
-            bar.finish_and_clear();
-        }
+        let component = {
+            let _spinning = spinner(name);
+            Component::new(&self.inner, wasm)
+                .map_err(anyhow::Error::from)
+                .with_context(|| format!("toolset {name:?}: not a valid component"))
+        };
         let component = component?;
         if let Some(state) = &self.state {
             // A cache that cannot be written only costs the next start a compile.
@@ -157,6 +150,31 @@ impl Engine {
         self.inner.precompile_compatibility_hash().hash(&mut hasher);
         format!("{digest}-{:016x}.cwasm", hasher.finish())
     }
+}
+
+/// A spinner on a terminal while a component compiles (about a second);
+/// it clears itself when dropped.
+#[cfg(feature = "cli")]
+fn spinner(name: &str) -> Option<impl Drop> {
+    struct Clears(indicatif::ProgressBar);
+    impl Drop for Clears {
+        fn drop(&mut self) {
+            self.0.finish_and_clear();
+        }
+    }
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal().then(|| {
+        let bar = indicatif::ProgressBar::new_spinner();
+        bar.set_message(format!("compiling toolset {name} (first run; cached after)"));
+        bar.enable_steady_tick(Duration::from_millis(100));
+        Clears(bar)
+    })
+}
+
+/// Without the command line, nobody watches stderr for a spinner.
+#[cfg(not(feature = "cli"))]
+fn spinner(_name: &str) -> Option<()> {
+    None
 }
 
 /// Component instances alive at once. A tool call instantiates its component

@@ -6,8 +6,10 @@
 //! The approval gate uses the same trait, so every question a session asks
 //! goes through one place.
 
+#[cfg(feature = "mcp")]
 pub mod elicitation;
 pub mod scripted;
+#[cfg(feature = "cli")]
 pub mod terminal;
 
 use super::CallState;

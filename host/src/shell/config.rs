@@ -6,7 +6,7 @@
 //! sandbox-writable directories: a leading ~ alone or ~/ is the home
 //! directory, a relative path is made absolute against the process working
 //! directory, empties are dropped). A value that is not a mapping: config must
-//! be a mapping (sandbox, network, auto_run, write): <decode error>.
+//! be a mapping (sandbox, network, auto_run, write): `<decode error>`.
 //!
 //! Two keys beyond the spec (ARCHITECTURE.md): `env` (`pass`: names of
 //! secret-looking variables to let into the sandbox; `set`: fixed values) and

@@ -1,0 +1,413 @@
+//! The embedding API: what the iota CLI (or any program) needs to run an
+//! agent's tools — load them from a config, list them, and call them in a
+//! session with questions going to a [`Ui`] the embedder implements.
+//!
+//! ```
+//! use iota_host::{Host, NoUi};
+//! use std::sync::Arc;
+//!
+//! let project = tempfile::tempdir()?;
+//! std::fs::write(project.path().join("notes.txt"), "hello\n")?;
+//! let host = Host::builder()
+//!     .config_yaml("agents:\n  default:\n    tools:\n      code:\n")
+//!     .root(project.path())
+//!     .ui(Arc::new(NoUi))
+//!     .build()?;
+//! assert!(host.tools().iter().any(|t| t.name == "read_file" && t.read_only));
+//! let session = host.session();
+//! let result = session.call("read_file", serde_json::json!({"path": "notes.txt"}));
+//! assert_eq!(result.text, "     1\thello");
+//! assert!(!result.is_error);
+//! # Ok::<(), anyhow::Error>(())
+//! ```
+//!
+//! The command line (`cli`) and the MCP server (`mcp`) are front ends over
+//! this, each behind the cargo feature of the same name (both on by
+//! default); an embedder that turns default features off gets neither, nor
+//! clap, crossterm or rmcp.
+
+use crate::agent::AgentTools;
+use crate::approval::Decision;
+use crate::caps::ui::Ui;
+use crate::config::Config;
+use crate::engine::Engine;
+use crate::round::{Call, Outcome};
+use crate::session::Session;
+use crate::toolset::{Approval, Presentation};
+use anyhow::{Context as _, Result, bail};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Where the config comes from.
+#[derive(Debug, Clone)]
+enum ConfigSource {
+    /// `--config`-style discovery: the file given, else `$IOTA_CONFIG`,
+    /// `./.iota/config.yaml` (restricted), `~/.iota/config.yaml`, else the
+    /// embedded default.
+    Discover(Option<PathBuf>),
+    /// Config text (YAML), relative paths resolved against the root.
+    Yaml(String),
+    /// An already loaded config (the CLI discovers its own).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    Loaded(Config),
+}
+
+/// Builds a [`Host`]: config, agent, project root, the [`Ui`] questions go
+/// to, an audit log, where compiled components are kept.
+#[derive(Clone)]
+pub struct HostBuilder {
+    config: ConfigSource,
+    agent: Option<String>,
+    root: Option<PathBuf>,
+    ui: Option<Arc<dyn Ui>>,
+    audit: Option<PathBuf>,
+    state_dir: Option<Option<PathBuf>>,
+    engine: Option<Engine>,
+}
+
+impl HostBuilder {
+    /// Reads the config from `path` (instead of discovering it).
+    pub fn config_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config = ConfigSource::Discover(Some(path.into()));
+        self
+    }
+
+    /// Uses this config text (YAML).
+    pub fn config_yaml(mut self, yaml: impl Into<String>) -> Self {
+        self.config = ConfigSource::Yaml(yaml.into());
+        self
+    }
+
+    /// Uses an already loaded config.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn config(mut self, config: Config) -> Self {
+        self.config = ConfigSource::Loaded(config);
+        self
+    }
+
+    /// The agent whose tools to load (default: the only agent, or `default`).
+    pub fn agent(mut self, name: impl Into<String>) -> Self {
+        self.agent = Some(name.into());
+        self
+    }
+
+    /// The project root (default: the git root of the working directory,
+    /// or the working directory).
+    pub fn root(mut self, dir: impl AsRef<Path>) -> Self {
+        self.root = Some(dir.as_ref().to_path_buf());
+        self
+    }
+
+    /// Where questions go: approvals, `choose`, `confirm`. Default: nobody
+    /// ([`crate::NoUi`]), so gated calls are refused and `ask` offers nothing.
+    pub fn ui(mut self, ui: Arc<dyn Ui>) -> Self {
+        self.ui = Some(ui);
+        self
+    }
+
+    /// Appends one JSON line per call to `path` (default: the config's `audit:`).
+    pub fn audit(mut self, path: impl Into<PathBuf>) -> Self {
+        self.audit = Some(path.into());
+        self
+    }
+
+    /// Keeps compiled third-party components and remembered descriptions in
+    /// `dir` (`None`: nowhere). Default: the host's state directory,
+    /// `$IOTA_CACHE_DIR`, `$XDG_STATE_HOME/iota-host` or `~/.local/state/iota-host`.
+    pub fn state_dir(mut self, dir: Option<PathBuf>) -> Self {
+        self.state_dir = Some(dir);
+        self
+    }
+
+    /// Shares an engine made earlier (the CLI warms one up while it parses).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn engine(mut self, engine: Engine) -> Self {
+        self.engine = Some(engine);
+        self
+    }
+
+    /// Loads the config and the agent's toolsets. A set that cannot load is
+    /// left out with a warning ([`Host::warnings`]); a config or agent that
+    /// cannot be used is an error.
+    pub fn build(self) -> Result<Host> {
+        let engine = match self.engine {
+            Some(engine) => engine,
+            None => match self.state_dir {
+                Some(dir) => Engine::with_cache(dir)?,
+                None => Engine::new()?,
+            },
+        };
+        let root = project_root(self.root.as_deref())?;
+        let config = match self.config {
+            ConfigSource::Discover(path) => Config::discover(path.as_deref())?,
+            ConfigSource::Yaml(text) => Config::parse(&text, "(given)", &root)?,
+            ConfigSource::Loaded(config) => config,
+        };
+        let agent = config.agent(self.agent.as_deref())?;
+        let ui = self.ui.unwrap_or_else(|| Arc::new(crate::caps::ui::NoUi));
+        let (mut tools, warnings) = AgentTools::load(&engine, &config, agent, &root, &ui)?;
+        if let Some(path) = self.audit.as_ref().or(config.audit.as_ref()) {
+            let log = crate::audit::AuditLog::open(path, &agent.name, &root)
+                .with_context(|| format!("cannot open the audit log {}", path.display()))?;
+            tools = tools.with_audit(log);
+        }
+        let warnings = config.warnings.iter().chain(&warnings).cloned().collect();
+        Ok(Host {
+            tools: Arc::new(tools),
+            ui,
+            warnings,
+            _engine: engine,
+        })
+    }
+}
+
+/// `root`, else the git root of the working directory, else the working
+/// directory; canonical, so the jail and the preopens agree on one path.
+pub(crate) fn project_root(explicit: Option<&Path>) -> Result<PathBuf> {
+    let start = match explicit {
+        Some(dir) => dir.to_path_buf(),
+        None => {
+            let cwd = std::env::current_dir().context("cannot read the working directory")?;
+            cwd.ancestors()
+                .find(|d| d.join(".git").exists())
+                .map(Path::to_path_buf)
+                .unwrap_or(cwd)
+        }
+    };
+    let root =
+        std::fs::canonicalize(&start).with_context(|| format!("project root {} does not exist", start.display()))?;
+    if !root.is_dir() {
+        bail!("project root {} is not a directory", root.display());
+    }
+    Ok(root)
+}
+
+/// An agent's tools, loaded and ready: sessions call them.
+pub struct Host {
+    tools: Arc<AgentTools>,
+    ui: Arc<dyn Ui>,
+    warnings: Vec<String>,
+    /// Kept with the tools it compiled (its epoch ticker drives their deadlines).
+    _engine: Engine,
+}
+
+/// One tool as a model (or an MCP client) sees it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolInfo {
+    /// Its name.
+    pub name: String,
+    /// The set that offers it.
+    pub set: String,
+    /// What the model reads about it.
+    pub description: String,
+    /// Its arguments' JSON Schema.
+    pub parameters: serde_json::Value,
+    /// It never changes anything.
+    pub read_only: bool,
+    /// It may replace what was there (the writers).
+    pub destructive: bool,
+    /// A second identical call changes nothing more.
+    pub idempotent: bool,
+    /// It may reach beyond the machine (a shell with the network or without a sandbox).
+    pub open_world: bool,
+    /// It asks the user before it runs (unless allowed for the session).
+    pub asks_first: bool,
+    /// It may run beside the round's other calls.
+    pub parallel: bool,
+}
+
+impl Host {
+    /// A builder with discovery defaults.
+    pub fn builder() -> HostBuilder {
+        HostBuilder {
+            config: ConfigSource::Discover(None),
+            agent: None,
+            root: None,
+            ui: None,
+            audit: None,
+            state_dir: None,
+            engine: None,
+        }
+    }
+
+    /// The tools, in the order the model sees them.
+    pub fn tools(&self) -> Vec<ToolInfo> {
+        self.tools
+            .tools()
+            .map(|(set, spec)| ToolInfo {
+                name: spec.name.clone(),
+                set: set.name().to_string(),
+                description: spec.description.clone(),
+                parameters: serde_json::from_str(&spec.parameters).unwrap_or(serde_json::Value::Null),
+                read_only: spec.read_only,
+                destructive: !spec.read_only && spec.presentation == Presentation::Expanded,
+                idempotent: spec.read_only || spec.presentation == Presentation::Expanded,
+                open_world: set.open_world(),
+                asks_first: spec.approval == Approval::Required,
+                parallel: spec.parallel,
+            })
+            .collect()
+    }
+
+    /// The system-prompt text the enabled sets contribute ("" without any).
+    pub fn prompt(&self) -> String {
+        self.tools.prompt()
+    }
+
+    /// What loading left out or ignored, one sentence each.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// The project root the tools are jailed to.
+    pub fn root(&self) -> &Path {
+        self.tools.root()
+    }
+
+    /// A new session: approvals "for this session", the read ledger and
+    /// background jobs live as long as it does (its jobs are killed when it
+    /// is dropped).
+    pub fn session(&self) -> HostSession {
+        HostSession {
+            tools: self.tools.clone(),
+            session: Arc::new(Session::new()),
+            ui: self.ui.clone(),
+        }
+    }
+
+    /// The loaded tools, for the front ends in this crate.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn agent_tools(&self) -> &Arc<AgentTools> {
+        &self.tools
+    }
+}
+
+/// The result of one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallResult {
+    /// The tool called.
+    pub tool: String,
+    /// Its header: `read_file src/a.rs`, `shell git status`.
+    pub header: String,
+    /// What the model reads.
+    pub text: String,
+    /// Whether it failed (or was refused).
+    pub is_error: bool,
+    /// What a writer changed, as a unified diff.
+    pub diff: Option<String>,
+    /// Whether the user was asked and allowed it (now or for the session).
+    pub approved: bool,
+}
+
+impl From<Outcome> for CallResult {
+    fn from(outcome: Outcome) -> CallResult {
+        CallResult {
+            approved: matches!(outcome.decision, Decision::Allowed { .. } | Decision::SessionAllowed),
+            tool: outcome.tool,
+            header: outcome.result.header,
+            text: outcome.result.text,
+            is_error: outcome.result.is_error,
+            diff: outcome.result.diff,
+        }
+    }
+}
+
+/// A background job that is still running.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobInfo {
+    /// `b1`, `b2`, …
+    pub id: String,
+    /// The full command line.
+    pub command: String,
+    /// Its process id.
+    pub pid: u32,
+    /// Its output file.
+    pub log: PathBuf,
+    /// Seconds since it started.
+    pub elapsed_secs: u64,
+    /// The last lines of its output.
+    pub last_lines: String,
+}
+
+/// One session of calls (see [`Host::session`]).
+pub struct HostSession {
+    tools: Arc<AgentTools>,
+    session: Arc<Session>,
+    ui: Arc<dyn Ui>,
+}
+
+impl HostSession {
+    /// Runs one call through the approval gate and its toolset. `args` is
+    /// the arguments object.
+    pub fn call(&self, tool: &str, args: serde_json::Value) -> CallResult {
+        let call = Call {
+            tool: tool.to_string(),
+            args: args.to_string(),
+        };
+        self.tools.call(&self.session, &self.ui, &call).into()
+    }
+
+    /// Runs the calls a model issued together: concurrently when every one
+    /// may run in parallel and none needs asking, otherwise one after
+    /// another. Results come back in call order.
+    pub fn round(&self, calls: &[(&str, serde_json::Value)]) -> Vec<CallResult> {
+        let calls: Vec<Call> = calls
+            .iter()
+            .map(|(tool, args)| Call {
+                tool: tool.to_string(),
+                args: args.to_string(),
+            })
+            .collect();
+        self.tools
+            .round(&self.session, &self.ui, &calls)
+            .into_iter()
+            .map(CallResult::from)
+            .collect()
+    }
+
+    /// The notices of background jobs that finished since the last take:
+    /// `[background job b1 finished: exit 0 after 42s] make test` and the
+    /// output. The model should read them at its next round.
+    pub fn take_notices(&self) -> Vec<String> {
+        self.session.jobs().take_notices()
+    }
+
+    /// Also hands every notice to `listener` the moment its job finishes
+    /// (on the job's own thread); it is still queued for [`Self::take_notices`].
+    pub fn on_notice(&self, listener: impl Fn(&str) + Send + Sync + 'static) {
+        self.session.jobs().listen(Box::new(listener));
+    }
+
+    /// The background jobs still running.
+    pub fn jobs(&self) -> Vec<JobInfo> {
+        self.session
+            .jobs()
+            .list()
+            .into_iter()
+            .map(|job| JobInfo {
+                id: job.id,
+                command: job.command,
+                pid: job.pid,
+                log: job.log,
+                elapsed_secs: job.elapsed.as_secs(),
+                last_lines: job.last_lines,
+            })
+            .collect()
+    }
+
+    /// Kills job `id` and its process tree; false when no such job runs.
+    pub fn kill_job(&self, id: &str) -> bool {
+        self.session.jobs().kill(id)
+    }
+
+    /// Waits until every background job has ended and queued its notice.
+    pub fn wait_for_jobs(&self) {
+        self.session.jobs().wait_all();
+    }
+
+    /// Stops the call running now in this session: a shell command's whole
+    /// tree, or a component at its next epoch tick (Esc, Ctrl+C).
+    pub fn cancel(&self) {
+        self.session.cancel_foreground();
+    }
+}

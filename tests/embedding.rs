@@ -1,0 +1,75 @@
+//! The library as an embedder sees it: the example runs a round with its own
+//! `Ui` and prints the notices, and the crate without its front ends pulls in
+//! no command-line, terminal or MCP crates.
+
+mod support;
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// `cargo test` builds the examples beside the test binaries.
+fn example(name: &str) -> PathBuf {
+    let deps = std::env::current_exe().unwrap().parent().unwrap().to_path_buf();
+    deps.parent().unwrap().join("examples").join(name)
+}
+
+#[test]
+fn the_embedding_example_runs_a_round_and_prints_the_notice() {
+    if !support::sandbox_works() {
+        return;
+    }
+    let out = support::Project::new()
+        .isolate(&mut Command::new(example("embed")))
+        .output()
+        .expect("the example is built by cargo test");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(
+        lines[0],
+        "tools: glob, grep, list_dir, read_file, edit_file, write_file, shell"
+    );
+    assert_eq!(lines[1], "asked: allow write_file hello.txt? -> allow once");
+    assert_eq!(lines[2], "write_file hello.txt: wrote 6 B to hello.txt (created)");
+    assert_eq!(lines[3], "read_file hello.txt:      1\thello");
+    assert!(
+        lines[4].starts_with("shell (background) sleep 1; echo job done: Started background job b"),
+        "{stdout}"
+    );
+    assert!(
+        regex::Regex::new(r"^notice: \[background job b\d+ finished: exit 0 after \d+s\] sleep 1; echo job done$")
+            .unwrap()
+            .is_match(lines[5]),
+        "{stdout}"
+    );
+    assert_eq!(lines[6], "job done");
+}
+
+#[test]
+fn without_default_features_no_cli_terminal_or_mcp_crate_is_pulled_in() {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = Command::new(cargo)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args([
+            "tree",
+            "--offline",
+            "-p",
+            "iota-host",
+            "--no-default-features",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(tree.contains("wasmtime v"), "the tree lists the engine: {tree}");
+    for front_end in ["clap v", "crossterm v", "rmcp v", "indicatif v"] {
+        assert!(
+            !tree.lines().any(|l| l.starts_with(front_end)),
+            "{front_end} in the embedder's tree"
+        );
+    }
+}

@@ -8,21 +8,13 @@ import asyncio
 import json
 import sys
 
-import os
-
-from mcp import ClientSession, StdioServerParameters
+from mcp import ClientSession
 from mcp.client.stdio import stdio_client
+from mcp_server import serve
 
 
 async def main(binary, config, root, tool, arguments):
-    params = StdioServerParameters(
-        command=binary,
-        args=["--config", config, "--root", root, "serve"],
-        cwd=root,
-        # The SDK passes only HOME, PATH and a few more by default: the test's
-        # own world (private home, cache) must reach the server whole.
-        env=dict(os.environ),
-    )
+    params = serve(binary, config, root)
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()

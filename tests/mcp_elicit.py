@@ -10,12 +10,11 @@ Usage: python mcp_elicit.py IOTA_HOST CONFIG ROOT MODE
 
 import asyncio
 import json
-import os
 import sys
 
 import mcp.types as types
-from mcp import StdioServerParameters
 from mcp.client.client import Client
+from mcp_server import serve
 
 # One answer per question, in order.
 ANSWERS = [
@@ -40,14 +39,7 @@ async def on_elicit(context, params):
 
 
 async def main(binary, config, root, mode):
-    params = StdioServerParameters(
-        command=binary,
-        args=["--config", config, "--root", root, "serve"],
-        cwd=root,
-        # The SDK passes only HOME, PATH and a few more by default: the test's
-        # own world (private home, cache) must reach the server whole.
-        env=dict(os.environ),
-    )
+    params = serve(binary, config, root)
     async with Client(params, mode=mode, elicitation_callback=on_elicit) as client:
         print(json.dumps({"step": "protocol", "version": client.session.protocol_version}), flush=True)
         tools = await client.list_tools()

@@ -15,10 +15,10 @@ import sys
 from typing import Any, Literal
 
 import mcp_types
-from mcp import StdioServerParameters
 from mcp.client.client import Client
 from mcp.client.extension import ClientExtension, ResultClaim
 from pydantic import TypeAdapter
+from mcp_server import serve
 
 TAG = sys.argv[5]
 LOGGED = []
@@ -117,12 +117,7 @@ def text_of(result):
 
 
 async def main(binary, config, root, mode):
-    params = StdioServerParameters(
-        command=binary,
-        args=["--config", config, "--root", root, "serve"],
-        cwd=root,
-        env=dict(os.environ),
-    )
+    params = serve(binary, config, root)
     async with Client(params, mode=mode, extensions=[Tasks()], logging_callback=on_log) as client:
         say("protocol", version=client.session.protocol_version)
         result = await client.call_tool("shell", {"command": "sleep 1; echo job-done", "background": True})

@@ -13,9 +13,9 @@ import os
 import sys
 
 import mcp.types as types
-from mcp import StdioServerParameters
 from mcp.client.client import Client
 from mcp.shared.exceptions import MCPError
+from mcp_server import serve
 
 ROOT = sys.argv[3]
 
@@ -36,12 +36,7 @@ ALLOW = {"answer": {"action": "accept", "content": {"decision": "allow once"}}}
 
 
 def params(binary, config):
-    return StdioServerParameters(
-        command=binary,
-        args=["--config", config, "--root", ROOT, "serve"],
-        cwd=ROOT,
-        env=dict(os.environ),
-    )
+    return serve(binary, config, ROOT)
 
 
 async def attempt(session, step, tool, args, state, responses=ALLOW, watch=None):

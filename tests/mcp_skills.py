@@ -11,15 +11,14 @@ import asyncio
 import base64
 import hashlib
 import json
-import os
 import sys
 from typing import Any, Literal
 
 import mcp_types
-from mcp import StdioServerParameters
 from mcp.client.client import Client
 from mcp.shared.exceptions import MCPError
 from pydantic import TypeAdapter
+from mcp_server import serve
 
 ANY = TypeAdapter(dict[str, Any])
 
@@ -50,12 +49,7 @@ async def read(client, uri):
 
 
 async def main(binary, config, root, mode):
-    params = StdioServerParameters(
-        command=binary,
-        args=["--config", config, "--root", root, "serve"],
-        cwd=root,
-        env=dict(os.environ),
-    )
+    params = serve(binary, config, root)
     async with Client(params, mode=mode, read_timeout_seconds=30) as client:
         session = client.session
         extensions = (session.server_capabilities.extensions or {}) if hasattr(session.server_capabilities, "extensions") else {}

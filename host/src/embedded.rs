@@ -13,51 +13,50 @@ pub static SKILLS_WASM: &[u8] = include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR
 /// `ask.wasm`: choose, confirm.
 pub static ASK_WASM: &[u8] = include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/ask.wasm"));
 
-/// The built-in components compiled ahead of time by build.rs (wasmtime's
-/// `precompile_component`, the engine's own settings), by the very slice of
-/// Wasm they were compiled from: a first run needs no compile.
+/// What build.rs made of one embedded component besides its bytes.
+struct Made {
+    /// The Wasm bytes, the very slice embedded above (found by address).
+    wasm: &'static [u8],
+    /// Their sha256, so loading a built-in does not hash megabytes.
+    sha256: &'static str,
+    /// Its native code: wasmtime's `precompile_component` with the engine's
+    /// own settings, so a first run needs no compile.
+    native: &'static [u8],
+}
+
+/// The built-ins, as build.rs left them in `IOTA_COMPONENTS_DIR`.
+static MADE: [Made; 3] = [
+    Made {
+        wasm: CODE_WASM,
+        sha256: include_str!(concat!(env!("IOTA_COMPONENTS_DIR"), "/code.wasm.sha256")),
+        native: include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/code.cwasm")),
+    },
+    Made {
+        wasm: SKILLS_WASM,
+        sha256: include_str!(concat!(env!("IOTA_COMPONENTS_DIR"), "/skills.wasm.sha256")),
+        native: include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/skills.cwasm")),
+    },
+    Made {
+        wasm: ASK_WASM,
+        sha256: include_str!(concat!(env!("IOTA_COMPONENTS_DIR"), "/ask.wasm.sha256")),
+        native: include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/ask.cwasm")),
+    },
+];
+
+fn made(wasm: &[u8]) -> Option<&'static Made> {
+    MADE.iter().find(|made| std::ptr::eq(made.wasm, wasm))
+}
+
+/// A built-in's native code, compiled by build.rs, for the very slice of
+/// Wasm it was compiled from.
 pub fn precompiled(wasm: &[u8]) -> Option<&'static [u8]> {
-    let compiled: [(&[u8], &'static [u8]); 3] = [
-        (
-            CODE_WASM,
-            include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/code.cwasm")),
-        ),
-        (
-            SKILLS_WASM,
-            include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/skills.cwasm")),
-        ),
-        (
-            ASK_WASM,
-            include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/ask.cwasm")),
-        ),
-    ];
-    compiled
-        .into_iter()
-        .find(|(embedded, _)| std::ptr::eq(*embedded, wasm))
-        .map(|(_, compiled)| compiled)
+    made(wasm).map(|made| made.native)
 }
 
 /// The sha256 build.rs computed for an embedded component's bytes (the very
-/// slice, by address), so loading a built-in does not hash megabytes.
+/// slice, by address).
 pub fn known_sha256(wasm: &[u8]) -> Option<&'static str> {
-    let digests: [(&[u8], &str); 3] = [
-        (
-            CODE_WASM,
-            include_str!(concat!(env!("IOTA_COMPONENTS_DIR"), "/code.wasm.sha256")),
-        ),
-        (
-            SKILLS_WASM,
-            include_str!(concat!(env!("IOTA_COMPONENTS_DIR"), "/skills.wasm.sha256")),
-        ),
-        (
-            ASK_WASM,
-            include_str!(concat!(env!("IOTA_COMPONENTS_DIR"), "/ask.wasm.sha256")),
-        ),
-    ];
-    digests
-        .into_iter()
-        .find(|(embedded, _)| std::ptr::eq(*embedded, wasm))
-        .map(|(_, digest)| digest)
+    made(wasm).map(|made| made.sha256)
 }
 
 /// A built-in Wasm toolset: its bytes and what it is granted.

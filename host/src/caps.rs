@@ -173,14 +173,11 @@ pub fn classify_all(names: &[String]) -> Vec<Import> {
 fn classify(name: &str) -> Import {
     let interface = name.split('@').next().unwrap_or(name);
     let owned = name.to_string();
+    if let Some(capability) = Capability::of_import(interface) {
+        return Import::Capability(capability, owned);
+    }
     match interface {
         "iota:toolset/types" => Import::Baseline(owned),
-        "iota:toolset/ui" => Import::Capability(Capability::Ui, owned),
-        "iota:toolset/session" => Import::Capability(Capability::Session, owned),
-        "iota:toolset/process" => Import::Capability(Capability::Process, owned),
-        "iota:toolset/files" => Import::Capability(Capability::FsRead, owned),
-        "iota:toolset/workers" => Import::Capability(Capability::Parallel, owned),
-        i if i.starts_with("wasi:filesystem/") => Import::Capability(Capability::FsRead, owned),
         i if ["wasi:io/", "wasi:clocks/", "wasi:random/", "wasi:cli/"]
             .iter()
             .any(|p| i.starts_with(p)) =>

@@ -75,42 +75,107 @@ pub enum Capability {
     Parallel,
 }
 
+/// One home per capability: its config word, what it lets a component do,
+/// and the WIT imports that ask for it. `Capability::word`, `meaning` and
+/// `parse`, the import classification (`caps::classify`), the grant errors
+/// and `inspect` all read this table, so adding a capability starts here.
+#[derive(Debug)]
+pub struct CapabilityInfo {
+    /// The capability.
+    pub capability: Capability,
+    /// Its word in config (`grant: [...]`) and in messages.
+    pub word: &'static str,
+    /// What it lets a component do, for `inspect` and the grant error.
+    pub meaning: &'static str,
+    /// The imports that ask for it: an interface (`iota:toolset/ui`) or, ending
+    /// in `/`, every interface of a package (`wasi:filesystem/`). Writing has
+    /// none of its own: it is the read preopen's write permission.
+    pub imports: &'static [&'static str],
+}
+
+/// Every capability, in the order messages list them.
+pub const CAPABILITIES: [CapabilityInfo; 6] = [
+    CapabilityInfo {
+        capability: Capability::FsRead,
+        word: "read",
+        meaning: "read files under the project root",
+        imports: &["wasi:filesystem/", "iota:toolset/files"],
+    },
+    CapabilityInfo {
+        capability: Capability::FsWrite,
+        word: "write",
+        meaning: "create and change files under the project root (approved calls only)",
+        imports: &[],
+    },
+    CapabilityInfo {
+        capability: Capability::Session,
+        word: "session",
+        meaning: "keep state across the calls of one session",
+        imports: &["iota:toolset/session"],
+    },
+    CapabilityInfo {
+        capability: Capability::Ui,
+        word: "ui",
+        meaning: "ask the user questions",
+        imports: &["iota:toolset/ui"],
+    },
+    CapabilityInfo {
+        capability: Capability::Process,
+        word: "process",
+        meaning: "run commands in the shell sandbox",
+        imports: &["iota:toolset/process"],
+    },
+    CapabilityInfo {
+        capability: Capability::Parallel,
+        word: "parallel",
+        meaning: "run parts of a call on several cores at once (memory limit per core)",
+        imports: &["iota:toolset/workers"],
+    },
+];
+
 impl Capability {
+    fn info(self) -> &'static CapabilityInfo {
+        CAPABILITIES
+            .iter()
+            .find(|info| info.capability == self)
+            .expect("every capability has a row in CAPABILITIES")
+    }
+
     /// The word used in config (`grant: [...]`) and in messages.
     pub fn word(self) -> &'static str {
-        match self {
-            Capability::FsRead => "read",
-            Capability::FsWrite => "write",
-            Capability::Session => "session",
-            Capability::Ui => "ui",
-            Capability::Process => "process",
-            Capability::Parallel => "parallel",
-        }
+        self.info().word
     }
 
     /// What it lets a component do, for `inspect`.
     pub fn meaning(self) -> &'static str {
-        match self {
-            Capability::FsRead => "read files under the project root",
-            Capability::FsWrite => "create and change files under the project root (approved calls only)",
-            Capability::Session => "keep state across the calls of one session",
-            Capability::Ui => "ask the user questions",
-            Capability::Process => "run commands in the shell sandbox",
-            Capability::Parallel => "run parts of a call on several cores at once (memory limit per core)",
-        }
+        self.info().meaning
     }
 
-    fn parse(word: &str) -> Option<Capability> {
-        [
-            Capability::FsRead,
-            Capability::FsWrite,
-            Capability::Session,
-            Capability::Ui,
-            Capability::Process,
-            Capability::Parallel,
-        ]
-        .into_iter()
-        .find(|c| c.word() == word)
+    /// The capability a config word names.
+    pub fn parse(word: &str) -> Option<Capability> {
+        CAPABILITIES
+            .iter()
+            .find(|info| info.word == word)
+            .map(|info| info.capability)
+    }
+
+    /// The capability an import interface (`iota:toolset/ui`, without its
+    /// version) asks for, if any.
+    pub fn of_import(interface: &str) -> Option<Capability> {
+        CAPABILITIES
+            .iter()
+            .find(|info| {
+                info.imports.iter().any(|import| match import.strip_suffix('/') {
+                    Some(_) => interface.starts_with(import),
+                    None => interface == *import,
+                })
+            })
+            .map(|info| info.capability)
+    }
+
+    /// Every config word, for messages: `read, write, session, ui, process, parallel`.
+    pub fn words() -> String {
+        CAPABILITIES.iter().map(|info| info.word).collect::<Vec<_>>().join(", ")
     }
 }
 
@@ -489,9 +554,7 @@ fn parse_toolsets(value: Value, origin: &str, base: &Path) -> Result<BTreeMap<St
                             let mut caps = Vec::new();
                             for word in words {
                                 caps.push(Capability::parse(&word).with_context(|| {
-                                    context(&format!(
-                                        "unknown capability {word:?} (read, write, session, ui, process)"
-                                    ))
+                                    context(&format!("unknown capability {word:?} ({})", Capability::words()))
                                 })?);
                             }
                             grant = Some(caps);
@@ -647,6 +710,31 @@ pub fn restrict(doc: &mut Value) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_capability_table_names_every_capability_and_its_imports() {
+        for info in &CAPABILITIES {
+            assert_eq!(Capability::parse(info.word), Some(info.capability));
+            assert_eq!(info.capability.word(), info.word);
+        }
+        assert_eq!(
+            Capability::of_import("iota:toolset/workers"),
+            Some(Capability::Parallel)
+        );
+        assert_eq!(Capability::of_import("wasi:filesystem/types"), Some(Capability::FsRead));
+        assert_eq!(Capability::of_import("iota:toolset/types"), None);
+        assert_eq!(Capability::of_import("wasi:sockets/tcp"), None);
+        let err = Config::parse(
+            "toolsets:\n  t:\n    path: t.wasm\n    grant: [gpu]\nagents:\n  a:\n    tools:\n      t:\n",
+            "t",
+            Path::new("/"),
+        )
+        .unwrap_err();
+        assert!(
+            format!("{err:#}").contains("unknown capability \"gpu\" (read, write, session, ui, process, parallel)"),
+            "{err:#}"
+        );
+    }
 
     fn parse(text: &str) -> Result<Config> {
         Config::parse(text, "test.yaml", Path::new("/cfg"))

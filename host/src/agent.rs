@@ -9,7 +9,7 @@ use crate::engine::Engine;
 use crate::shell::ShellToolset;
 use crate::shell::config::ShellConfig;
 use crate::toolset::{ToolSpec, Toolset};
-use crate::wasm_toolset::{LoadError, WasmToolset};
+use crate::wasm_toolset::{LoadError, LoadOptions, WasmToolset};
 use anyhow::{Context as _, Result, bail};
 use std::collections::{BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -190,13 +190,21 @@ fn load_set(
     } else {
         return Ok(Err("not available in this build of iota-host yet".to_string()));
     };
-    let wants_process = grants.contains(&Capability::Process);
-    match WasmToolset::load(engine, name, wasm, grants, limits, root.to_path_buf(), value, ui) {
-        Ok(set) if wants_process => Ok(Ok(set
-            .with_read_dirs(read_dirs)
-            .with_process(process_runner(agent, root))
-            .into_arc())),
-        Ok(set) => Ok(Ok(set.with_read_dirs(read_dirs).into_arc())),
+    let process = grants
+        .contains(&Capability::Process)
+        .then(|| process_runner(agent, root));
+    let options = LoadOptions {
+        name: name.to_string(),
+        wasm,
+        granted: grants,
+        limits,
+        root: root.to_path_buf(),
+        config: value.clone(),
+        read_dirs,
+        process,
+    };
+    match WasmToolset::load(engine, options, ui) {
+        Ok(set) => Ok(Ok(set.into_arc())),
         Err(LoadError::Config(why)) => Ok(Err(why)),
         Err(LoadError::Fatal(why)) => bail!(why),
     }

@@ -5,7 +5,7 @@ use crate::caps::{self, Import};
 use crate::config::{Capability, Config};
 use crate::engine::{Engine, sha256_hex};
 use crate::toolset::Toolset;
-use crate::wasm_toolset::{LoadError, WasmToolset};
+use crate::wasm_toolset::{LoadError, LoadOptions, WasmToolset};
 use anyhow::{Context as _, Result};
 use serde_json::json;
 use std::collections::BTreeSet;
@@ -41,7 +41,17 @@ pub fn inspect(engine: &Engine, path: &Path, config: Option<&Config>) -> Result<
         // A UI that could answer (so a set like ask lists its tools) but declines everything.
         let ui: std::sync::Arc<dyn crate::caps::ui::Ui> =
             std::sync::Arc::new(crate::caps::ui::ScriptedUi::parse("[]")?);
-        match WasmToolset::load(engine, "inspect", wasm.clone().into(), requested.clone(), Default::default(), root, &serde_json::Value::Null, &ui) {
+        let options = LoadOptions {
+            name: "inspect".into(),
+            wasm: wasm.clone().into(),
+            granted: requested.clone(),
+            limits: Default::default(),
+            root,
+            config: serde_json::Value::Null,
+            read_dirs: Vec::new(),
+            process: None,
+        };
+        match WasmToolset::load(engine, options, &ui) {
             Ok(set) => Some(set.tools().iter().map(|t| {
                 json!({
                     "name": t.name, "description": t.description,

@@ -58,25 +58,47 @@ pub struct WasmToolset {
     read_dirs: Vec<PathBuf>,
 }
 
+/// Everything a Wasm toolset is loaded with.
+pub struct LoadOptions {
+    /// Its name under `tools:`.
+    pub name: String,
+    /// The component.
+    pub wasm: Cow<'static, [u8]>,
+    /// What its config grants.
+    pub granted: BTreeSet<Capability>,
+    /// Its calls' limits.
+    pub limits: Limits,
+    /// The project root (preopened at its own path).
+    pub root: PathBuf,
+    /// Its configuration value, as JSON.
+    pub config: serde_json::Value,
+    /// Directories beyond the root it may read (preopened read-only).
+    pub read_dirs: Vec<PathBuf>,
+    /// The runner behind `process`; used only when it is granted.
+    pub process: Option<Arc<ShellToolset>>,
+}
+
 impl WasmToolset {
-    /// Learns what `wasm` imports and offers for `config` (the set's value as
-    /// JSON) in a session whose questions go to `ui` (so a set like `ask` can
-    /// offer nothing where nobody can answer), and checks the imports against
-    /// `granted`. A description remembered from an earlier run is used as is
-    /// and the component is compiled (or loaded from cache) and
-    /// pre-instantiated on its first call; otherwise that happens now and the
-    /// component describes itself.
-    #[allow(clippy::too_many_arguments)]
-    pub fn load(
-        engine: &Engine,
-        name: &str,
-        wasm: Cow<'static, [u8]>,
-        granted: BTreeSet<Capability>,
-        limits: Limits,
-        root: PathBuf,
-        config: &serde_json::Value,
-        ui: &Arc<dyn Ui>,
-    ) -> Result<WasmToolset, LoadError> {
+    /// Learns what the component imports and offers for its configuration
+    /// in a session whose questions go to `ui` (so a set like `ask` can offer
+    /// nothing where nobody can answer), and checks the imports against the
+    /// grants. Everything a call will see — read directories, the process
+    /// runner — is in `options` before the component describes itself, and
+    /// in the remembered description's key. A description remembered from an
+    /// earlier run is used as is and the component is compiled (or loaded)
+    /// and pre-instantiated on its first call; otherwise that happens now.
+    pub fn load(engine: &Engine, options: LoadOptions, ui: &Arc<dyn Ui>) -> Result<WasmToolset, LoadError> {
+        let LoadOptions {
+            name,
+            wasm,
+            granted,
+            limits,
+            root,
+            config,
+            read_dirs,
+            process,
+        } = options;
+        let name = name.as_str();
         let mut toolset = WasmToolset {
             me: Weak::new(),
             name: name.to_string(),
@@ -86,12 +108,12 @@ impl WasmToolset {
             engine: engine.clone(),
             root,
             requested: BTreeSet::new(),
+            process: process.filter(|_| granted.contains(&Capability::Process)),
             granted,
             limits,
             config: config.to_string(),
             tools: Vec::new(),
-            process: None,
-            read_dirs: Vec::new(),
+            read_dirs,
         };
         let remembered = engine.state().map(|state| {
             (
@@ -187,20 +209,6 @@ impl WasmToolset {
     /// The set, shared: from here on its calls can have workers.
     pub fn into_arc(self) -> Arc<WasmToolset> {
         Arc::new_cyclic(|me| WasmToolset { me: me.clone(), ..self })
-    }
-
-    /// Lets the toolset read `dirs` too (read-only, at their absolute paths).
-    pub fn with_read_dirs(mut self, dirs: Vec<PathBuf>) -> WasmToolset {
-        self.read_dirs = dirs;
-        self
-    }
-
-    /// Backs the `process` capability with `shell` (only when granted).
-    pub fn with_process(mut self, shell: Arc<ShellToolset>) -> WasmToolset {
-        if self.granted.contains(&Capability::Process) {
-            self.process = Some(shell);
-        }
-        self
     }
 
     /// The capabilities the component imports.

@@ -33,7 +33,7 @@ use crate::config::Config;
 use crate::engine::Engine;
 use crate::round::{Call, Outcome};
 use crate::session::Session;
-use crate::toolset::{Approval, Presentation};
+use crate::toolset::{ApprovalRule, Presentation};
 use anyhow::{Context as _, Result, bail};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -243,7 +243,7 @@ impl Host {
                 destructive: !spec.read_only && spec.presentation == Presentation::Expanded,
                 idempotent: spec.read_only || spec.presentation == Presentation::Expanded,
                 open_world: set.open_world(),
-                asks_first: spec.approval == Approval::Required,
+                asks_first: spec.approval == ApprovalRule::Required,
                 parallel: spec.parallel,
             })
             .collect()

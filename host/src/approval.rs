@@ -11,7 +11,7 @@
 
 use crate::caps::ui::{Approval as Answer, ApprovalRequest, Ui};
 use crate::session::Session;
-use crate::toolset::{Approval, ToolSpec, Toolset};
+use crate::toolset::{ApprovalRule, ToolSpec, Toolset};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -81,7 +81,7 @@ pub fn gate(
 ) -> Decision {
     let target = (!spec.read_only).then(|| WriteTarget::of(root, args)).flatten();
     let protected = target.as_ref().is_some_and(|t| t.protected);
-    if !protected && set.approval(&spec.name, args) == Approval::Never {
+    if !protected && set.approval(&spec.name, args) == ApprovalRule::Never {
         return Decision::NotNeeded;
     }
     let scope = set.session_scope(&spec.name, args);

@@ -13,7 +13,7 @@
 use crate::caps::bindings::iota::toolset::types::Context;
 use crate::engine::sha256_hex;
 use crate::host_state::StateDir;
-use crate::toolset::{Approval, Presentation, ToolSpec};
+use crate::toolset::{ApprovalRule, Presentation, ToolSpec};
 use serde::{Deserialize, Serialize};
 
 /// What loading a component learns without calling a tool: its imports (the
@@ -44,7 +44,7 @@ impl From<&ToolSpec> for StoredSpec {
             name: spec.name.clone(),
             description: spec.description.clone(),
             parameters: spec.parameters.clone(),
-            approval_required: spec.approval == Approval::Required,
+            approval_required: spec.approval == ApprovalRule::Required,
             parallel: spec.parallel,
             presentation: spec.presentation.word().to_string(),
             read_only: spec.read_only,
@@ -63,9 +63,9 @@ impl StoredSpec {
             description: self.description.clone(),
             parameters: self.parameters.clone(),
             approval: if self.approval_required {
-                Approval::Required
+                ApprovalRule::Required
             } else {
-                Approval::Never
+                ApprovalRule::Never
             },
             parallel: self.parallel,
             presentation,
@@ -146,7 +146,7 @@ mod tests {
             name: "grep".into(),
             description: "Search.".into(),
             parameters: "{\"type\":\"object\"}".into(),
-            approval: Approval::Never,
+            approval: ApprovalRule::Never,
             parallel: true,
             presentation: Presentation::Group,
             read_only: true,

@@ -16,7 +16,7 @@ use crate::caps::ui::elicitation::{FormUi, PeerCarrier};
 use crate::caps::ui::{NoUi, Ui};
 use crate::round::{Call, Outcome};
 use crate::session::Session;
-use crate::toolset::{Approval, Presentation};
+use crate::toolset::{ApprovalRule, Presentation};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, GetSkillRequestParams,
     GetSkillResult, GetTaskParams, GetTaskResult, Implementation, JsonObject, ListResourcesResult, ListSkillsResult,
@@ -141,7 +141,7 @@ impl McpServer {
                 hints.destructive_hint = Some(!spec.read_only && spec.presentation == Presentation::Expanded);
                 hints.idempotent_hint = Some(spec.read_only || spec.presentation == Presentation::Expanded);
                 hints.open_world_hint = Some(spec.name == crate::shell::NAME && set.open_world());
-                if spec.approval == Approval::Required {
+                if spec.approval == ApprovalRule::Required {
                     hints.title = Some(format!("{} (asks first)", spec.name));
                 }
                 Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema)).with_annotations(hints)

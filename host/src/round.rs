@@ -6,7 +6,7 @@ use crate::agent::AgentTools;
 use crate::approval::{self, Decision};
 use crate::caps::ui::Ui;
 use crate::session::Session;
-use crate::toolset::{Approval, Presentation, ToolResult};
+use crate::toolset::{ApprovalRule, Presentation, ToolResult};
 use std::sync::Arc;
 
 /// One call: a tool name and its JSON arguments text.
@@ -98,7 +98,7 @@ impl AgentTools {
     pub fn may_run_in_parallel(&self, session: &Arc<Session>, call: &Call) -> bool {
         self.find(&call.tool).is_some_and(|(set, spec)| {
             spec.parallel
-                && (set.approval(&call.tool, &call.args) == Approval::Never
+                && (set.approval(&call.tool, &call.args) == ApprovalRule::Never
                     || session.is_approved(set.name(), &set.session_scope(&spec.name, &call.args)))
         })
     }

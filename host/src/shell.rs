@@ -19,7 +19,7 @@ pub mod seccomp;
 
 use crate::caps::ui::Ui;
 use crate::session::Session;
-use crate::toolset::{Approval, Presentation, ToolResult, ToolSpec, Toolset};
+use crate::toolset::{ApprovalRule, Presentation, ToolResult, ToolSpec, Toolset};
 use config::{SandboxMode, ShellConfig};
 use iota_toolset::args::decode;
 use run::{Ending, Launch, Running};
@@ -148,9 +148,9 @@ impl ShellToolset {
             description: description(&interpreter, sandboxed, config.network),
             parameters: iota_toolset::tool::describe::<Args>().1,
             approval: if config.auto_run || sandboxed {
-                Approval::Never
+                ApprovalRule::Never
             } else {
-                Approval::Required
+                ApprovalRule::Required
             },
             parallel: true,
             presentation: Presentation::Group,
@@ -648,20 +648,20 @@ impl Toolset for ShellToolset {
         None
     }
 
-    fn approval(&self, _tool: &str, args: &str) -> Approval {
+    fn approval(&self, _tool: &str, args: &str) -> ApprovalRule {
         if self.config.auto_run {
-            return Approval::Never;
+            return ApprovalRule::Never;
         }
         if !self.sandboxed() {
-            return Approval::Required;
+            return ApprovalRule::Required;
         }
         // Arguments that do not decode fail the call before anything runs.
         let Ok(args) = decode::<Args>(args) else {
-            return Approval::Never;
+            return ApprovalRule::Never;
         };
         match self.regime(&args.command, &self.cwd(&args)) {
-            Regime::Iota(_) => Approval::Required,
-            _ => Approval::Never,
+            Regime::Iota(_) => ApprovalRule::Required,
+            _ => ApprovalRule::Never,
         }
     }
 

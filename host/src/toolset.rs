@@ -6,7 +6,10 @@ use crate::caps::ui::Ui;
 use crate::session::Session;
 use std::sync::Arc;
 
-pub use crate::caps::bindings::iota::toolset::types::{Approval, Presentation, ToolResult, ToolSpec};
+/// Whether a tool asks before it runs (WIT `types.approval`; named for
+/// what it is here, beside the user's answer, [`crate::caps::ui::Approval`]).
+pub use crate::caps::bindings::iota::toolset::types::Approval as ApprovalRule;
+pub use crate::caps::bindings::iota::toolset::types::{Presentation, ToolResult, ToolSpec};
 
 /// A loaded, configured toolset.
 pub trait Toolset: Send + Sync {
@@ -19,11 +22,11 @@ pub trait Toolset: Send + Sync {
     /// What a call would change, computed without changing anything.
     fn preview(&self, session: &Arc<Session>, tool: &str, args: &str) -> Option<String>;
     /// Whether this call needs approval; by default the tool's spec decides.
-    fn approval(&self, tool: &str, _args: &str) -> Approval {
+    fn approval(&self, tool: &str, _args: &str) -> ApprovalRule {
         self.tools()
             .iter()
             .find(|t| t.name == tool)
-            .map_or(Approval::Required, |t| t.approval)
+            .map_or(ApprovalRule::Required, |t| t.approval)
     }
     /// What "allow for this session" of this call covers: by default the
     /// tool, every later call of it.
@@ -70,12 +73,12 @@ impl Presentation {
     }
 }
 
-impl Approval {
+impl ApprovalRule {
     /// The word used in `--json` output and docs.
     pub fn word(self) -> &'static str {
         match self {
-            Approval::Never => "never",
-            Approval::Required => "required",
+            ApprovalRule::Never => "never",
+            ApprovalRule::Required => "required",
         }
     }
 }

@@ -1,7 +1,7 @@
 //! The approval gate: non-interactive refusal, the three interactive answers
 //! (scripted with --answers), auto_write, and rounds.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::{Project, assert_err, assert_ok};

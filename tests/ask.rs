@@ -1,7 +1,7 @@
 //! The ask toolset's spec rows (choose, confirm), answered through
 //! `--answers`, and its presence rules.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::{Project, assert_err, assert_ok, tool_names};

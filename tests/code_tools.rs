@@ -1,7 +1,7 @@
 //! The code toolset's spec rows, tool by tool, through the built binary and
 //! the real component. Each test is named after the row it proves.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::{Project, assert_err, assert_ok, set_mtime};

@@ -1,7 +1,7 @@
 //! The config rules of the spec's "Built-in toolsets" section and the CLI's
 //! config discovery, through the binary.
 
-mod support;
+use crate::support;
 
 use support::{Project, tool_names};
 

@@ -2,7 +2,7 @@
 //! `Ui` and prints the notices, and the crate without its front ends pulls in
 //! no command-line, terminal or MCP crates.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::Command;

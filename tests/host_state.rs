@@ -3,7 +3,7 @@
 //! command's reach and verified before use. Each test asserts what the host
 //! then does, not what it says.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::Project;

@@ -5,7 +5,7 @@
 //! the stub — with exactly the words the parser read. A line the parser
 //! refuses stays in the sandbox, so only acceptance needs proof.
 
-mod support;
+use crate::support;
 
 use iota_host::shell::iota::{SimpleCommand, iota_call};
 use std::os::unix::ffi::OsStrExt;

@@ -2,7 +2,7 @@
 //! outside the root unchanged or never created, no outside path or content in
 //! any output.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use std::os::unix::fs::symlink;

@@ -2,7 +2,7 @@
 //! limit, and the host and every other toolset keep working. Capability
 //! grants are checked before a component is instantiated.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::{COMPONENTS, Project};

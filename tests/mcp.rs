@@ -1,7 +1,7 @@
 //! `iota-host serve` driven by the official MCP Python SDK (`mcp` from PyPI,
 //! installed by .ci/run into target/mcp-venv): one real session.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use support::{BIN, Project, python, run_client};

@@ -2,7 +2,7 @@
 //! elsewhere each test prints why it was skipped. Every test asserts the
 //! effect on the host, not an exit code.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use std::os::unix::fs::MetadataExt;
@@ -730,7 +730,8 @@ fn an_iota_line_that_was_not_asked_about_never_leaves_the_sandbox() {
     // its `prints_the_model_root` test, which says whether it ran as an
     // iota exception (IOTA_MODEL_ROOT is set only there).
     let me = std::fs::canonicalize(std::env::current_exe().unwrap()).unwrap();
-    let args = json!({"command": format!("{} --exact prints_the_model_root --nocapture", me.display())}).to_string();
+    let args =
+        json!({"command": format!("{} --exact sandbox::prints_the_model_root --nocapture", me.display())}).to_string();
     let unasked = shell.invoke(&session, &ui, "shell", &args, false);
     assert!(!unasked.text.contains("MODEL_ROOT="), "{}", unasked.text);
     let asked = shell.invoke(&session, &ui, "shell", &args, true);

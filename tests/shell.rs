@@ -1,7 +1,7 @@
 //! The shell toolset's spec rows: outcomes, caps, timeouts, background jobs,
 //! approval, the iota exception, descriptions. Exact texts throughout.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::{BIN, Project, assert_err, assert_ok, call_with_notices, processes_matching};

@@ -1,6 +1,6 @@
 //! The skills toolset's spec rows (load_skill), through the binary.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::{Project, assert_err, assert_ok, tool_names};

@@ -2,7 +2,7 @@
 //! a call compiles or loads only the set that owns its tool, and a remembered
 //! description never widens what a component is granted.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use std::path::{Path, PathBuf};

@@ -1,7 +1,7 @@
 //! A real terminal: iota-host under tmux, answered with keystrokes. Runs where
 //! tmux is installed (CI installs it); elsewhere it prints why it skipped.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! exactly the one-instance output, and a task never has more than the call
 //! that submitted it — not its writes, not workers of its own, not more time.
 
-mod support;
+use crate::support;
 
 use serde_json::json;
 use support::{COMPONENTS, Project};

@@ -101,18 +101,31 @@ pub fn gate(
         header: &header,
         diff: diff.as_deref(),
     };
-    let answer = ui.approve(&request);
+    // A protected write is asked about every time: "for this session" is once.
+    let remember = (!protected).then_some((set.name(), scope.as_str()));
+    ask(session, ui, &request, remember)
+}
+
+/// Asks `request` and records "allow for this session" under `remember`
+/// (set and scope) when given: the one place an approval question is put,
+/// for the gate and for the commands a component runs.
+pub fn ask(
+    session: &Session,
+    ui: &Arc<dyn Ui>,
+    request: &ApprovalRequest<'_>,
+    remember: Option<(&str, &str)>,
+) -> Decision {
+    let answer = ui.approve(request);
     if ui.suspended() {
         return Decision::Awaiting;
     }
-    match answer {
-        Answer::Once => Decision::Allowed { for_session: false },
-        Answer::Session if protected => Decision::Allowed { for_session: false },
-        Answer::Session => {
-            session.approve(set.name(), &scope);
+    match (answer, remember) {
+        (Answer::Once, _) | (Answer::Session, None) => Decision::Allowed { for_session: false },
+        (Answer::Session, Some((set, scope))) => {
+            session.approve(set, scope);
             Decision::Allowed { for_session: true }
         }
-        Answer::Deny => Decision::Refused(denied(&spec.name)),
+        (Answer::Deny, _) => Decision::Refused(denied(request.tool)),
     }
 }
 

@@ -462,10 +462,12 @@ impl ShellToolset {
                 header: &header,
                 diff: None,
             };
-            match ui.approve(&request) {
-                crate::caps::ui::Approval::Once => {}
-                crate::caps::ui::Approval::Session => session.approve(NAME, NAME),
-                crate::caps::ui::Approval::Deny => return Err(crate::approval::denied(NAME)),
+            match crate::approval::ask(session, ui, &request, Some((NAME, NAME))) {
+                crate::approval::Decision::Refused(why) => return Err(why),
+                crate::approval::Decision::Awaiting => {
+                    return Err(format!("{NAME} was not executed: it waits for the user's answer."));
+                }
+                _ => {}
             }
         }
         let cwd = cwd.map_or_else(|| self.root.clone(), |c| self.root.join(c));

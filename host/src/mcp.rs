@@ -179,15 +179,6 @@ impl McpServer {
         (text, outcome.result.is_error)
     }
 
-    /// Runs one call for a client without a session UI (`call`'s and the
-    /// benches' path): notices first, then the result.
-    pub fn call(&self, ui: &Arc<dyn Ui>, name: &str, arguments: Option<JsonObject>) -> (String, bool) {
-        let args = serde_json::Value::Object(arguments.unwrap_or_default()).to_string();
-        self.reply(&self.run(ui, name, args))
-    }
-}
-
-impl McpServer {
     /// Runs `answer` on the Skills extension off the reactor (it calls the
     /// `skills` component); its error text becomes an invalid-params error.
     async fn with_skills<T: Send + 'static>(

@@ -150,13 +150,12 @@ fn a_symlink_out_of_the_skill_is_refused_by_the_jail() {
     std::os::unix::fs::symlink(p.outside().join("secret.txt"), p.path(".iota/skills/deploy/link.txt")).unwrap();
     let r = p.call("load_skill", json!({"skill": "deploy", "file": "link.txt"}));
     assert!(r.is_error && !r.text.contains("SECRET"), "{}", r.text);
-    assert!(
-        r.text.starts_with(&format!(
-            "cannot read {}: ",
+    assert_eq!(
+        r.text,
+        format!(
+            "cannot read {}: it leads outside the project and ~/.iota/skills, which the skills set may not read",
             p.path(".iota/skills/deploy/link.txt").display()
-        )),
-        "{}",
-        r.text
+        )
     );
 }
 

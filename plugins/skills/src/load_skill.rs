@@ -60,7 +60,7 @@ fn load(bases: &[PathBuf], args: &Args) -> Result<String, String> {
     let (prefix, content) = match file {
         None => {
             let text = std::fs::read_to_string(skill.dir.join("SKILL.md"))
-                .map_err(|e| format!("cannot read {}: {e}", skill.dir.join("SKILL.md").display()))?;
+                .map_err(|e| cannot_read(&skill.dir.join("SKILL.md"), &e))?;
             let (_, body) = catalog::split_frontmatter(&text);
             (
                 format!("skill: {}, directory: {}\n\n", skill.name, skill.dir.display()),
@@ -99,12 +99,25 @@ pub fn bundled_path(skill: &Skill, file: &str) -> Result<PathBuf, String> {
     Ok(skill.dir.join(clean(relative)))
 }
 
+/// `cannot read <path>: <why>`, in words where the preopen refused a link
+/// pointing out (WASI's bare `EPERM` would read "os error 63").
+pub fn cannot_read(path: &Path, err: &std::io::Error) -> String {
+    if iota_toolset::jail::Jail::is_escape(err) {
+        format!(
+            "cannot read {}: it leads outside the project and ~/.iota/skills, which the skills set may not read",
+            path.display()
+        )
+    } else {
+        format!("cannot read {}: {err}", path.display())
+    }
+}
+
 /// A bundled file's text, read up to 20 MB with the note as its last line.
 fn read_bundled(skill: &Skill, file: &str) -> Result<String, String> {
     let path = bundled_path(skill, file)?;
     let missing = |e: std::io::Error| match e.kind() {
         std::io::ErrorKind::NotFound => format!("file does not exist: {}", path.display()),
-        _ => format!("cannot read {}: {e}", path.display()),
+        _ => cannot_read(&path, &e),
     };
     // Looked at before it is opened: opening a FIFO waits for a writer.
     let kind = std::fs::metadata(&path).map_err(missing)?.file_type();
@@ -120,7 +133,7 @@ fn read_bundled(skill: &Skill, file: &str) -> Result<String, String> {
     (&mut handle)
         .take(MAX_READ)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        .map_err(|e| cannot_read(&path, &e))?;
     let mut text = String::from_utf8_lossy(&bytes).into_owned();
     if len > MAX_READ {
         if !text.ends_with('\n') {

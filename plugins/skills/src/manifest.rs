@@ -135,11 +135,11 @@ fn collect(top: &Path, dir: &Path, depth: usize, files: &mut Vec<FileEntry>) {
 /// A regular file's bytes, refused past [`MAX_READ`]. The type is checked
 /// before the open: opening a FIFO would wait for a writer for ever.
 fn read_at_most(path: &Path) -> Result<Vec<u8>, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let meta = std::fs::metadata(path).map_err(|e| load_skill::cannot_read(path, &e))?;
     if !meta.is_file() {
         return Err(format!("{} is not a regular file", path.display()));
     }
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let file = std::fs::File::open(path).map_err(|e| load_skill::cannot_read(path, &e))?;
     let meta = file.metadata().map_err(|e| e.to_string())?;
     if !meta.is_file() {
         return Err(format!("{} is not a regular file", path.display()));
@@ -150,7 +150,7 @@ fn read_at_most(path: &Path) -> Result<Vec<u8>, String> {
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     file.take(MAX_READ)
         .read_to_end(&mut bytes)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        .map_err(|e| load_skill::cannot_read(path, &e))?;
     Ok(bytes)
 }
 

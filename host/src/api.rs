@@ -27,13 +27,12 @@
 //! clap, crossterm or rmcp.
 
 use crate::agent::AgentTools;
-use crate::approval::Decision;
 use crate::caps::ui::Ui;
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::round::{Call, Outcome};
 use crate::session::Session;
-use crate::toolset::{ApprovalRule, Presentation};
+use crate::toolset::{ApprovalRule, Presentation, ToolSpec, Toolset};
 use anyhow::{Context as _, Result, bail};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -216,6 +215,25 @@ pub struct ToolInfo {
     pub parallel: bool,
 }
 
+impl ToolInfo {
+    /// What `set` says of its tool `spec`, hints derived in this one place
+    /// (the MCP server's annotations read them too).
+    pub(crate) fn of(set: &Arc<dyn Toolset>, spec: &ToolSpec) -> ToolInfo {
+        ToolInfo {
+            name: spec.name.clone(),
+            set: set.name().to_string(),
+            description: spec.description.clone(),
+            parameters: serde_json::from_str(&spec.parameters).unwrap_or(serde_json::Value::Null),
+            read_only: spec.read_only,
+            destructive: !spec.read_only && spec.presentation == Presentation::Expanded,
+            idempotent: spec.read_only || spec.presentation == Presentation::Expanded,
+            open_world: set.open_world(),
+            asks_first: spec.approval == ApprovalRule::Required,
+            parallel: spec.parallel,
+        }
+    }
+}
+
 impl Host {
     /// A builder with discovery defaults.
     pub fn builder() -> HostBuilder {
@@ -232,21 +250,7 @@ impl Host {
 
     /// The tools, in the order the model sees them.
     pub fn tools(&self) -> Vec<ToolInfo> {
-        self.tools
-            .tools()
-            .map(|(set, spec)| ToolInfo {
-                name: spec.name.clone(),
-                set: set.name().to_string(),
-                description: spec.description.clone(),
-                parameters: serde_json::from_str(&spec.parameters).unwrap_or(serde_json::Value::Null),
-                read_only: spec.read_only,
-                destructive: !spec.read_only && spec.presentation == Presentation::Expanded,
-                idempotent: spec.read_only || spec.presentation == Presentation::Expanded,
-                open_world: set.open_world(),
-                asks_first: spec.approval == ApprovalRule::Required,
-                parallel: spec.parallel,
-            })
-            .collect()
+        self.tools.tools().map(|(set, spec)| ToolInfo::of(set, spec)).collect()
     }
 
     /// The system-prompt text the enabled sets contribute ("" without any).
@@ -295,6 +299,8 @@ pub struct CallResult {
     pub is_error: bool,
     /// What a writer changed, as a unified diff.
     pub diff: Option<String>,
+    /// How a front end shows it: grouped with its neighbours, or expanded.
+    pub presentation: Presentation,
     /// Whether the user was asked and allowed it (now or for the session).
     pub approved: bool,
 }
@@ -302,7 +308,8 @@ pub struct CallResult {
 impl From<Outcome> for CallResult {
     fn from(outcome: Outcome) -> CallResult {
         CallResult {
-            approved: matches!(outcome.decision, Decision::Allowed { .. } | Decision::SessionAllowed),
+            approved: outcome.decision.asked(),
+            presentation: outcome.presentation,
             tool: outcome.tool,
             header: outcome.result.header,
             text: outcome.result.text,

@@ -27,6 +27,12 @@ pub fn denied(tool: &str) -> String {
     format!("{tool} was not executed: the user denied it.")
 }
 
+/// What the model reads when the question waits for a retry of the call
+/// (MCP 2026-07-28; the front end answers the client instead).
+pub fn awaiting(tool: &str) -> String {
+    format!("{tool} was not executed: it waits for the user's answer.")
+}
+
 /// How the gate decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {

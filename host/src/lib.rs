@@ -18,6 +18,7 @@ mod api;
 pub use api::{CallResult, Host, HostBuilder, HostSession, JobInfo, ToolInfo};
 pub use caps::bindings::iota::toolset::ui::{Answer, Choice, Question};
 pub use caps::ui::{Approval, ApprovalRequest, NoUi, ScriptedUi, Ui};
+pub use toolset::Presentation;
 
 #[doc(hidden)]
 pub mod agent;

@@ -16,7 +16,6 @@ use crate::caps::ui::elicitation::{FormUi, PeerCarrier};
 use crate::caps::ui::{NoUi, Ui};
 use crate::round::{Call, Outcome};
 use crate::session::Session;
-use crate::toolset::{ApprovalRule, Presentation};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, GetSkillRequestParams,
     GetSkillResult, GetTaskParams, GetTaskResult, Implementation, JsonObject, ListResourcesResult, ListSkillsResult,
@@ -135,16 +134,17 @@ impl McpServer {
             .tools()
             .filter(|(set, _)| interactive || set.name() != ASK_SET)
             .map(|(set, spec)| {
-                let schema: JsonObject = serde_json::from_str(&spec.parameters).unwrap_or_default();
+                let info = crate::api::ToolInfo::of(set, spec);
+                let schema: JsonObject = serde_json::from_value(info.parameters).unwrap_or_default();
                 let mut hints = ToolAnnotations::new();
-                hints.read_only_hint = Some(spec.read_only);
-                hints.destructive_hint = Some(!spec.read_only && spec.presentation == Presentation::Expanded);
-                hints.idempotent_hint = Some(spec.read_only || spec.presentation == Presentation::Expanded);
-                hints.open_world_hint = Some(spec.name == crate::shell::NAME && set.open_world());
-                if spec.approval == ApprovalRule::Required {
-                    hints.title = Some(format!("{} (asks first)", spec.name));
+                hints.read_only_hint = Some(info.read_only);
+                hints.destructive_hint = Some(info.destructive);
+                hints.idempotent_hint = Some(info.idempotent);
+                hints.open_world_hint = Some(info.open_world);
+                if info.asks_first {
+                    hints.title = Some(format!("{} (asks first)", info.name));
                 }
-                Tool::new(spec.name.clone(), spec.description.clone(), Arc::new(schema)).with_annotations(hints)
+                Tool::new(info.name, info.description, Arc::new(schema)).with_annotations(hints)
             })
             .collect()
     }

@@ -77,7 +77,7 @@ impl AgentTools {
                 diff: None,
             },
             Decision::Awaiting => ToolResult {
-                text: format!("{} was not executed: it waits for the user's answer.", call.tool),
+                text: approval::awaiting(&call.tool),
                 is_error: true,
                 header,
                 diff: None,

@@ -464,9 +464,7 @@ impl ShellToolset {
             };
             match crate::approval::ask(session, ui, &request, Some((NAME, NAME))) {
                 crate::approval::Decision::Refused(why) => return Err(why),
-                crate::approval::Decision::Awaiting => {
-                    return Err(format!("{NAME} was not executed: it waits for the user's answer."));
-                }
+                crate::approval::Decision::Awaiting => return Err(crate::approval::awaiting(NAME)),
                 _ => {}
             }
         }

@@ -266,48 +266,38 @@ pub fn set_mtime(path: &Path, secs: u64) {
         .unwrap();
 }
 
-/// The host as a library (what iota embeds), holding one session open across
-/// calls so a test can change files between them.
+/// The host as a library (what iota embeds, through its `Host` facade),
+/// holding one session open across calls so a test can change files
+/// between them.
 pub struct LibraryHost {
-    tools: iota_host::agent::AgentTools,
-    session: std::sync::Arc<iota_host::session::Session>,
-    ui: std::sync::Arc<dyn iota_host::caps::ui::Ui>,
+    session: iota_host::HostSession,
 }
 
 impl LibraryHost {
     pub fn new(project: &Project) -> LibraryHost {
-        let config = match &project.config {
-            Some(path) => iota_host::config::Config::discover(Some(path)).unwrap(),
-            None => iota_host::config::Config::parse(iota_host::config::EMBEDDED_DEFAULT, "default", Path::new("."))
-                .unwrap(),
+        let builder = iota_host::Host::builder()
+            .root(project.root())
+            .state_dir(Some(cache_dir()));
+        let builder = match &project.config {
+            Some(path) => builder.config_file(path),
+            None => builder.config_yaml(iota_host::config::EMBEDDED_DEFAULT),
         };
-        let agent = config.agent(None).unwrap();
-        let engine = iota_host::engine::Engine::with_cache(Some(cache_dir())).unwrap();
-        let (tools, warnings) = {
-            let ui: std::sync::Arc<dyn iota_host::caps::ui::Ui> = std::sync::Arc::new(iota_host::caps::ui::NoUi);
-            iota_host::agent::AgentTools::load(&engine, &config, agent, project.root(), &ui).unwrap()
-        };
-        assert!(warnings.is_empty(), "{warnings:?}");
+        let host = builder.build().unwrap();
+        assert!(host.warnings().is_empty(), "{:?}", host.warnings());
         LibraryHost {
-            tools,
-            session: std::sync::Arc::new(iota_host::session::Session::new()),
-            ui: std::sync::Arc::new(iota_host::caps::ui::NoUi),
+            session: host.session(),
         }
     }
 
     pub fn call(&self, tool: &str, args: Value) -> Result {
-        let call = iota_host::round::Call {
-            tool: tool.to_string(),
-            args: args.to_string(),
-        };
-        let outcome = self.tools.call(&self.session, &self.ui, &call);
+        let result = self.session.call(tool, args);
         Result {
-            tool: outcome.tool,
-            header: outcome.result.header,
-            presentation: outcome.presentation.word().to_string(),
-            text: outcome.result.text,
-            is_error: outcome.result.is_error,
-            diff: outcome.result.diff,
+            tool: result.tool,
+            header: result.header,
+            presentation: result.presentation.word().to_string(),
+            text: result.text,
+            is_error: result.is_error,
+            diff: result.diff,
         }
     }
 }

@@ -80,7 +80,13 @@ impl Rounds {
     /// (their canonical JSON: a client may send the same object with its
     /// keys in another order).
     fn bound_to(&self, tool: &str, args: &str) -> Vec<u8> {
-        let canonical = serde_json::from_str::<Value>(args).map_or_else(|_| args.to_string(), |v| canonical(&v));
+        let canonical = serde_json::from_str::<Value>(args).map_or_else(
+            |_| args.to_string(),
+            |mut value| {
+                value.sort_all_objects();
+                value.to_string()
+            },
+        );
         format!("{}\n{tool}\n{}", self.session, blake3::hash(canonical.as_bytes())).into_bytes()
     }
 
@@ -156,23 +162,6 @@ impl Rounds {
             InputRequest::Elicitation(ElicitRequest::new(params)),
         )]);
         Ok(InputRequiredResult::new(Some(requests), Some(sealed)))
-    }
-}
-
-/// `value` as JSON text with every object's keys sorted.
-fn canonical(value: &Value) -> String {
-    match value {
-        Value::Object(map) => {
-            let mut keys: Vec<&String> = map.keys().collect();
-            keys.sort();
-            let fields: Vec<String> = keys
-                .into_iter()
-                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical(&map[k])))
-                .collect();
-            format!("{{{}}}", fields.join(","))
-        }
-        Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),
-        other => other.to_string(),
     }
 }
 

@@ -211,11 +211,6 @@ impl WasmToolset {
         Arc::new_cyclic(|me| WasmToolset { me: me.clone(), ..self })
     }
 
-    /// The capabilities the component imports.
-    pub fn requested(&self) -> &BTreeSet<Capability> {
-        &self.requested
-    }
-
     /// The filesystem view for a call of `tool`.
     fn access_for(&self, tool: &str) -> FsAccess {
         if !self.requested.contains(&Capability::FsRead) {
@@ -342,7 +337,7 @@ impl WasmToolset {
             .stdout(stdout.clone())
             .stderr(stderr.clone());
         caps::disable_network(&mut builder);
-        let bulk = fs::preopen(&mut builder, &self.root, &self.read_dirs, access).map_err(|e| format!("{e:#}"))?;
+        let files = fs::preopen(&mut builder, &self.root, &self.read_dirs, access).map_err(|e| format!("{e:#}"))?;
         let state = CallState {
             wasi: builder.build(),
             table: Default::default(),
@@ -354,7 +349,7 @@ impl WasmToolset {
             session: session.clone(),
             ui: ui.clone(),
             process: self.process.clone(),
-            bulk,
+            files,
             asked: false,
             workers,
             deadline,

@@ -11,7 +11,7 @@ use super::CallState;
 use super::bindings::iota::toolset::files::{Content, Entry, FileHead, HeadError, Host, Kind};
 use anyhow::{Context as _, Result};
 use cap_primitives::fs::{OpenOptions, OpenOptionsExt};
-use iota_toolset::bulk::{NeedleSearch, modified_ns};
+use iota_toolset::files::{NeedleSearch, modified_ns};
 use iota_toolset::output::plain;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -60,7 +60,7 @@ pub const MAX_NEEDLE_BYTES: usize = 64 << 10;
 
 /// A preopened directory as `read-files` sees it: where the guest sees it,
 /// and a handle every open is resolved beneath.
-pub struct BulkRoot {
+pub struct FilesRoot {
     at: PathBuf,
     dir: std::fs::File,
 }
@@ -69,8 +69,8 @@ pub struct BulkRoot {
 /// needles of the last `read-files-containing` (a search asks with the same
 /// needles batch after batch).
 #[derive(Default)]
-pub struct Bulk {
-    roots: Vec<BulkRoot>,
+pub struct Files {
+    roots: Vec<FilesRoot>,
     needles: Option<Needles>,
 }
 
@@ -113,9 +113,9 @@ pub fn preopen(
     root: &Path,
     read_dirs: &[std::path::PathBuf],
     access: FsAccess,
-) -> Result<Bulk> {
+) -> Result<Files> {
     let perms = match access {
-        FsAccess::None => return Ok(Bulk::default()),
+        FsAccess::None => return Ok(Files::default()),
         FsAccess::ReadOnly => FsPerms::ReadOnly,
         FsAccess::ReadWrite => FsPerms::ReadWrite,
     };
@@ -137,20 +137,20 @@ pub fn preopen(
         .map(|at| {
             let dir = cap_primitives::fs::open_ambient_dir(at, cap_primitives::ambient_authority())
                 .with_context(|| format!("cannot open {}", at.display()))?;
-            Ok(BulkRoot {
+            Ok(FilesRoot {
                 at: at.to_path_buf(),
                 dir,
             })
         })
         .collect::<Result<_>>()?;
-    Ok(Bulk { roots, needles: None })
+    Ok(Files { roots, needles: None })
 }
 
 impl Host for CallState {
     fn read_files(&mut self, paths: Vec<String>, max_size: u64) -> Vec<Content> {
         // Without needles every answer is `Some`.
         let cap = file_cap(max_size, self.limiter.max);
-        read_answer(&self.bulk.roots, paths, cap, None)
+        read_answer(&self.files.roots, paths, cap, None)
             .into_iter()
             .flatten()
             .collect()
@@ -164,12 +164,12 @@ impl Host for CallState {
         fold_case: bool,
     ) -> Vec<Option<Content>> {
         let cap = file_cap(max_size, self.limiter.max);
-        let Bulk { roots, needles: last } = &mut self.bulk;
+        let Files { roots, needles: last } = &mut self.files;
         read_answer(roots, paths, cap, Needles::cached(last, needles, fold_case))
     }
 
     fn read_head(&mut self, path: String, max_size: u64) -> Result<FileHead, HeadError> {
-        let (file, meta) = open_regular(&self.bulk.roots, Path::new(&path))?;
+        let (file, meta) = open_regular(&self.files.roots, Path::new(&path))?;
         let cap = file_cap(max_size, self.limiter.max);
         let mut data = Vec::with_capacity(meta.len().min(cap) as usize);
         file.take(cap)
@@ -183,7 +183,7 @@ impl Host for CallState {
     }
 
     fn list_dir(&mut self, path: String) -> Result<Vec<Entry>, String> {
-        let (root, relative) = beneath(&self.bulk.roots, Path::new(&path)).ok_or("outside the project root")?;
+        let (root, relative) = beneath(&self.files.roots, Path::new(&path)).ok_or("outside the project root")?;
         let relative = if relative.as_os_str().is_empty() {
             Path::new(".")
         } else {
@@ -217,7 +217,7 @@ impl Host for CallState {
 /// `paths`, each read whole, within the budgets (at least one path). A file
 /// that holds none of `needles` (when they are looked for) is `None`.
 fn read_answer(
-    roots: &[BulkRoot],
+    roots: &[FilesRoot],
     paths: Vec<String>,
     max_size: u64,
     mut needles: Option<&mut NeedleSearch>,
@@ -246,7 +246,7 @@ fn read_answer(
 }
 
 /// The preopen `path` lies in, and the path relative to it.
-fn beneath<'a>(roots: &'a [BulkRoot], path: &'a Path) -> Option<(&'a BulkRoot, &'a Path)> {
+fn beneath<'a>(roots: &'a [FilesRoot], path: &'a Path) -> Option<(&'a FilesRoot, &'a Path)> {
     roots
         .iter()
         .find_map(|r| path.strip_prefix(&r.at).ok().map(|rel| (r, rel)))
@@ -254,7 +254,7 @@ fn beneath<'a>(roots: &'a [BulkRoot], path: &'a Path) -> Option<(&'a BulkRoot, &
 
 /// One file, whole, through the preopen it lies in; `max_size` is already
 /// capped ([`file_cap`]), so `max_size + 1` cannot overflow.
-fn read_whole(roots: &[BulkRoot], path: &Path, max_size: u64) -> Content {
+fn read_whole(roots: &[FilesRoot], path: &Path, max_size: u64) -> Content {
     let (mut file, meta) = match open_regular(roots, path) {
         Ok(opened) => opened,
         Err(why) => return unreadable(why),
@@ -277,7 +277,7 @@ fn read_whole(roots: &[BulkRoot], path: &Path, max_size: u64) -> Content {
 /// are): `..` or a symlink that leaves it fails, whatever the path says. It
 /// never blocks: a FIFO (even one swapped in after a check) is opened
 /// non-blocking and refused by the stat.
-fn open_regular(roots: &[BulkRoot], path: &Path) -> Result<(std::fs::File, std::fs::Metadata), HeadError> {
+fn open_regular(roots: &[FilesRoot], path: &Path) -> Result<(std::fs::File, std::fs::Metadata), HeadError> {
     let (root, relative) = beneath(roots, path).ok_or(HeadError::Outside)?;
     if relative.as_os_str().is_empty() {
         return Err(HeadError::Directory);
@@ -327,47 +327,50 @@ mod tests {
         assert_eq!(file_cap(u64::MAX, 1 << 20), 1 << 20);
     }
 
-    fn keeps(bulk: &mut Bulk, needles: &[&str], fold_case: bool, haystack: &str) -> Option<bool> {
+    fn keeps(files: &mut Files, needles: &[&str], fold_case: bool, haystack: &str) -> Option<bool> {
         let needles = needles.iter().map(|n| n.as_bytes().to_vec()).collect();
-        Needles::cached(&mut bulk.needles, needles, fold_case).map(|n| n.any_in(haystack.as_bytes()))
+        Needles::cached(&mut files.needles, needles, fold_case).map(|n| n.any_in(haystack.as_bytes()))
     }
 
     #[test]
     fn the_needle_search_follows_the_wit_contract() {
-        let mut bulk = Bulk::default();
-        assert_eq!(keeps(&mut bulk, &["foo", "barbaz"], false, "a barbaz b"), Some(true));
-        assert_eq!(keeps(&mut bulk, &["foo", "barbaz"], false, "fo o bar baz"), Some(false));
-        assert_eq!(keeps(&mut bulk, &["foo", "barbaz"], false, "a BarBaz b"), Some(false));
-        assert_eq!(keeps(&mut bulk, &["foo", "barbaz"], true, "a BarBaz b"), Some(true));
+        let mut files = Files::default();
+        assert_eq!(keeps(&mut files, &["foo", "barbaz"], false, "a barbaz b"), Some(true));
         assert_eq!(
-            keeps(&mut bulk, &["FOO"], true, "xfoox"),
+            keeps(&mut files, &["foo", "barbaz"], false, "fo o bar baz"),
+            Some(false)
+        );
+        assert_eq!(keeps(&mut files, &["foo", "barbaz"], false, "a BarBaz b"), Some(false));
+        assert_eq!(keeps(&mut files, &["foo", "barbaz"], true, "a BarBaz b"), Some(true));
+        assert_eq!(
+            keeps(&mut files, &["FOO"], true, "xfoox"),
             Some(true),
             "needles fold too"
         );
         assert_eq!(
-            keeps(&mut bulk, &["fok"], true, "fo\u{212a}"),
+            keeps(&mut files, &["fok"], true, "fo\u{212a}"),
             Some(false),
             "ASCII only"
         );
         assert_eq!(
-            keeps(&mut bulk, &[""], false, "anything"),
+            keeps(&mut files, &[""], false, "anything"),
             Some(true),
             "an empty needle is everywhere"
         );
-        assert_eq!(keeps(&mut bulk, &[""], true, ""), Some(true));
+        assert_eq!(keeps(&mut files, &[""], true, ""), Some(true));
         assert_eq!(
-            keeps(&mut bulk, &[], false, "anything"),
+            keeps(&mut files, &[], false, "anything"),
             Some(false),
             "no needles, in no file"
         );
         let many: Vec<String> = (0..=MAX_NEEDLES).map(|i| format!("n{i}")).collect();
         let many: Vec<&str> = many.iter().map(String::as_str).collect();
         assert_eq!(
-            keeps(&mut bulk, &many, false, "x"),
+            keeps(&mut files, &many, false, "x"),
             None,
             "too many needles: not looked for"
         );
         let long = "x".repeat(MAX_NEEDLE_BYTES + 1);
-        assert_eq!(keeps(&mut bulk, &[&long], true, "y"), None, "too long: not looked for");
+        assert_eq!(keeps(&mut files, &[&long], true, "y"), None, "too long: not looked for");
     }
 }

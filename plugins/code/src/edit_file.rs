@@ -13,7 +13,7 @@
 //! times in <path>; extend it with surrounding context to make it unique, or
 //! set replace_all), cannot write (cannot write <path>: <error>).
 
-use crate::files::{self, Target, numbered, plain};
+use crate::file_io::{self, Target, numbered, plain};
 use crate::{Ctx, ledger};
 use iota_toolset::ToolResult;
 use iota_toolset::args::MaybeEmpty;
@@ -61,7 +61,7 @@ pub fn plan(ctx: &Ctx, args: &Args) -> Result<Plan, String> {
     let replace_all = args.replace_all.unwrap_or(false);
     let target = Target::resolve(&ctx.jail, written)?;
     let meta = target.regular_file(&ctx.jail)?;
-    if meta.len() > files::MAX_READ {
+    if meta.len() > file_io::MAX_READ {
         return Err(format!("{written} is too large to edit ({})", mb(meta.len())));
     }
     ledger::check(ctx.session, &target.abs, ledger::Stamp::of(&meta), written)?;
@@ -103,7 +103,7 @@ pub fn plan(ctx: &Ctx, args: &Args) -> Result<Plan, String> {
     }
     out.extend_from_slice(&content[copied..]);
     let first = (starts[0], starts[0] + new.len());
-    let diff = files::unified_diff(
+    let diff = file_io::unified_diff(
         &ctx.jail.relative(&target.abs),
         &String::from_utf8_lossy(&content),
         &String::from_utf8_lossy(&out),
@@ -125,7 +125,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> ToolResult {
         Err(e) => return ToolResult::error(header, e),
     };
     let written = &plan.target.written;
-    if let Err(e) = files::write_atomic(&plan.target.abs, &plan.new) {
+    if let Err(e) = file_io::write_atomic(&plan.target.abs, &plan.new) {
         return ToolResult::error(header, format!("cannot write {written}: {}", plain(&e)));
     }
     if let Ok(meta) = std::fs::metadata(&plan.target.abs) {
@@ -142,7 +142,7 @@ fn snippet(content: &[u8], span: (usize, usize)) -> String {
     let first_line = line_of(span.0);
     let last_line = line_of(span.1.saturating_sub(1).max(span.0));
     let text = String::from_utf8_lossy(content);
-    let lines = files::lines(&text);
+    let lines = file_io::lines(&text);
     let from = first_line.saturating_sub(SNIPPET_CONTEXT);
     let to = (last_line + SNIPPET_CONTEXT + 1).min(lines.len());
     let mut rows = String::new();

@@ -14,11 +14,11 @@
 //! matches for <pattern>."
 
 use crate::literals::RequiredLiterals;
-use crate::{Ctx, fanout, files, walk};
+use crate::{Ctx, fanout, file_io, walk};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use iota_toolset::ToolResult;
-use iota_toolset::bulk::{self, Content};
+use iota_toolset::files::{self, Content};
 use iota_toolset::output::{OUTPUT_CAP, clip};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -203,7 +203,7 @@ impl FileSearch {
         let search = |i: usize, content: Content| {
             // Too large or unreadable files are skipped.
             let Content::Data(buf) = content else { return true };
-            if files::is_binary(&buf) {
+            if file_io::is_binary(&buf) {
                 return true;
             }
             let mut sink = FileSink {
@@ -217,9 +217,9 @@ impl FileSearch {
         match &self.required {
             // The host hands over only the files that hold a required literal.
             Some(required) => {
-                bulk::each_file_containing(&batch.paths, MAX_FILE, required.needles(), required.fold_case(), search)
+                files::each_file_containing(&batch.paths, MAX_FILE, required.needles(), required.fold_case(), search)
             }
-            None => bulk::each_file(&batch.paths, MAX_FILE, search),
+            None => files::each_file(&batch.paths, MAX_FILE, search),
         }
     }
 }

@@ -4,7 +4,7 @@
 //! can never blind-overwrite the user's edits. It lives in the host's session,
 //! so it lasts across the calls of one session.
 
-use iota_toolset::bulk::{self, FileHead};
+use iota_toolset::files::{self, FileHead};
 use iota_toolset::session::SessionStore;
 use std::fs::Metadata;
 use std::path::Path;
@@ -34,7 +34,7 @@ impl Stamp {
     /// The stamp of a `stat` result.
     pub fn of(meta: &Metadata) -> Stamp {
         Stamp {
-            modified_ns: bulk::modified_ns(meta),
+            modified_ns: files::modified_ns(meta),
             size: meta.len(),
         }
     }

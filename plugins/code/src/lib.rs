@@ -12,7 +12,7 @@
 
 pub mod edit_file;
 pub mod fanout;
-pub mod files;
+pub mod file_io;
 pub mod glob;
 pub mod grep;
 pub mod ledger;

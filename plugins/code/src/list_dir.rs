@@ -7,7 +7,7 @@
 //! argument that is not one is `not a directory: <as written>`.
 
 use crate::Ctx;
-use crate::files::plain;
+use crate::file_io::plain;
 use iota_toolset::ToolResult;
 use iota_toolset::jail::Jail;
 use iota_toolset::output::join_capped;

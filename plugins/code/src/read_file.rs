@@ -13,11 +13,11 @@
 //! path> is a directory, not a file." Past the end: offset N is past the end of
 //! <path> (M lines).
 
-use crate::files::{self, Target, numbered};
+use crate::file_io::{self, Target, numbered};
 use crate::{Ctx, ledger};
 use iota_toolset::ToolResult;
 use iota_toolset::args::positive;
-use iota_toolset::bulk;
+use iota_toolset::files;
 use iota_toolset::output::{OUTPUT_CAP, window};
 use iota_toolset::size::{kb, mb};
 use schemars::JsonSchema;
@@ -51,10 +51,10 @@ fn read(ctx: &Ctx, args: &Args, written: &str) -> Result<String, String> {
     let target = Target::resolve(&ctx.jail, written)?;
     let offset = positive(args.offset, "offset")?.unwrap_or(1);
     let limit = positive(args.limit, "limit")?;
-    let head = bulk::read_head(&target.abs.to_string_lossy(), files::MAX_READ)
+    let head = files::read_head(&target.abs.to_string_lossy(), file_io::MAX_READ)
         .map_err(|why| target.refusal(&ctx.jail, why))?;
     let bytes = &head.data;
-    if files::is_binary(bytes) {
+    if file_io::is_binary(bytes) {
         return Err(format!(
             "{written} looks like a binary file ({}); read_file only serves text",
             kb(head.size)
@@ -66,7 +66,7 @@ fn read(ctx: &Ctx, args: &Args, written: &str) -> Result<String, String> {
     }
 
     let text = String::from_utf8_lossy(bytes);
-    let lines = files::lines(&text);
+    let lines = file_io::lines(&text);
     let total = lines.len();
     if offset > total {
         return Err(format!("offset {offset} is past the end of {written} ({total} lines)"));
@@ -75,7 +75,7 @@ fn read(ctx: &Ctx, args: &Args, written: &str) -> Result<String, String> {
 
     let shown = window(&lines, offset, end, OUTPUT_CAP - NOTE_ROOM, numbered);
     let (mut out, last) = (shown.text, shown.last);
-    if head.size > files::MAX_READ {
+    if head.size > file_io::MAX_READ {
         out.push_str(&format!("[file is {}; only the first 20 MB was read]\n", mb(head.size)));
     }
     if shown.truncated {

@@ -8,7 +8,7 @@
 //! root `.gitignore` is still `ignore`'s matcher.
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
-use iota_toolset::bulk::{self, Kind};
+use iota_toolset::files::{self, Kind};
 use iota_toolset::jail::Jail;
 use std::path::{Path, PathBuf};
 
@@ -128,7 +128,7 @@ impl Walk {
     /// The entries of `dir` the walk shows, sorted by name; an unreadable
     /// directory has none.
     fn children(&self, dir: &Path) -> Vec<Entry> {
-        let Ok(mut listed) = bulk::list_dir(&dir.to_string_lossy()) else {
+        let Ok(mut listed) = files::list_dir(&dir.to_string_lossy()) else {
             return Vec::new();
         };
         // By the names as listed: comparing the paths' file names parses

@@ -11,7 +11,7 @@
 //! empty string is valid; a missing or non-string value is missing required
 //! argument: content.
 
-use crate::files::{self, Target, plain};
+use crate::file_io::{self, Target, plain};
 use crate::{Ctx, ledger};
 use iota_toolset::ToolResult;
 use iota_toolset::args::MaybeEmpty;
@@ -57,7 +57,7 @@ pub fn plan(ctx: &Ctx, args: &Args) -> Result<Plan, String> {
         Ok(meta) => meta,
         Err(e) if e.kind() == ErrorKind::NotFound => {
             let rel = ctx.jail.relative(&target.abs);
-            let diff = files::unified_diff(&rel, "", &content);
+            let diff = file_io::unified_diff(&rel, "", &content);
             return Ok(Plan {
                 destination: target.abs.clone(),
                 target,
@@ -87,9 +87,9 @@ pub fn plan(ctx: &Ctx, args: &Args) -> Result<Plan, String> {
         return Err(format!("{written} is not a regular file"));
     }
     ledger::check(ctx.session, &target.abs, ledger::Stamp::of(&meta), written)?;
-    let diff = if meta.len() <= files::MAX_READ {
+    let diff = if meta.len() <= file_io::MAX_READ {
         std::fs::read(&destination).ok().map(|old| {
-            files::unified_diff(
+            file_io::unified_diff(
                 &ctx.jail.relative(&target.abs),
                 &String::from_utf8_lossy(&old),
                 &content,
@@ -121,7 +121,7 @@ pub fn run(ctx: &Ctx, args: &Args) -> ToolResult {
     {
         return ToolResult::error(header, write_error(ctx, written, &e));
     }
-    if let Err(e) = files::write_atomic(&plan.destination, plan.content.as_bytes()) {
+    if let Err(e) = file_io::write_atomic(&plan.destination, plan.content.as_bytes()) {
         return ToolResult::error(header, write_error(ctx, written, &e));
     }
     if let Ok(meta) = std::fs::metadata(&plan.destination) {

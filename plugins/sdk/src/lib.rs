@@ -16,8 +16,8 @@
 #![deny(missing_docs)]
 
 pub mod args;
-pub mod bulk;
 pub mod config;
+pub mod files;
 pub mod jail;
 pub mod output;
 pub mod session;

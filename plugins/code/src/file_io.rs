@@ -2,7 +2,7 @@
 //! writes, line numbering, diffs, and the mapping of I/O errors to the texts
 //! the model reads.
 
-use iota_toolset::bulk::HeadError;
+use iota_toolset::files::HeadError;
 use iota_toolset::jail::Jail;
 use std::fs::Metadata;
 use std::io::{self, Write};

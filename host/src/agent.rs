@@ -2,6 +2,7 @@
 //! their components come from, what they are granted, and the index from tool
 //! name to set.
 
+use crate::builtin_sets::{BUILTIN_SETS, Enabling, Runs, builtin_set};
 use crate::caps::ui::Ui;
 use crate::config::{Agent, Capability, Config, SetValue};
 use crate::embedded;
@@ -124,10 +125,11 @@ impl AgentTools {
 }
 
 /// The sets to load, in order: the agent's enabled `tools:` entries, then
-/// `skills` when `mode: agent` or `mode: bot` asks for it and it is not
-/// listed, then `ask` in interactive sessions unless the agent names it. Spec:
-/// skills is "auto-enabled by mode: agent and mode: bot"; ask is "on by
-/// default in interactive sessions — disable with ask: false".
+/// each built-in set its [`Enabling`] rule adds — `skills` when `mode: agent`
+/// or `mode: bot` asks for it and it is not enabled already, `ask` in
+/// interactive sessions unless the agent names it. Spec: skills is
+/// "auto-enabled by mode: agent and mode: bot"; ask is "on by default in
+/// interactive sessions — disable with ask: false".
 pub fn enabled_sets(agent: &Agent, interactive: bool) -> Vec<(String, serde_json::Value)> {
     let named = agent.sets();
     let mut sets: Vec<(String, serde_json::Value)> = named
@@ -137,12 +139,15 @@ pub fn enabled_sets(agent: &Agent, interactive: bool) -> Vec<(String, serde_json
             SetValue::Disabled => None,
         })
         .collect();
-    let mentioned = |set: &str| named.iter().any(|(name, _)| name == set);
-    if agent.mode_enables_skills() && !sets.iter().any(|(name, _)| name == "skills") {
-        sets.push(("skills".into(), serde_json::Value::Null));
-    }
-    if interactive && !mentioned("ask") {
-        sets.push(("ask".into(), serde_json::Value::Null));
+    for builtin in &BUILTIN_SETS {
+        let added = match builtin.enabling {
+            Enabling::Named => false,
+            Enabling::ByMode => agent.mode_enables_more_sets() && !sets.iter().any(|(name, _)| name == builtin.name),
+            Enabling::WhenInteractive => interactive && !named.iter().any(|(name, _)| name == builtin.name),
+        };
+        if added {
+            sets.push((builtin.name.into(), serde_json::Value::Null));
+        }
     }
     sets
 }
@@ -169,7 +174,7 @@ fn load_set(
         let mut grants = default_grants();
         grants.extend(decl.grant.iter().flatten().copied());
         (wasm.into(), grants, decl.limits, Vec::new())
-    } else if name == "shell" {
+    } else if builtin_set(name).is_some_and(|set| matches!(set.runs, Runs::Native)) {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let cwd = std::env::current_dir().unwrap_or_else(|_| root.to_path_buf());
         return Ok(ShellConfig::decode(value, home.as_deref(), &cwd)
@@ -180,7 +185,7 @@ fn load_set(
                 },
             )
             .map(|config| Arc::new(ShellToolset::new(config, root)) as Arc<dyn Toolset>));
-    } else if let Some(builtin) = embedded::builtin(name) {
+    } else if let Some(builtin) = builtin_set(name).and_then(embedded::builtin) {
         (
             builtin.wasm.into(),
             builtin.grants,
@@ -219,7 +224,9 @@ fn process_runner(agent: &Agent, root: &Path) -> Arc<ShellToolset> {
         .sets()
         .into_iter()
         .find_map(|(name, value)| match value {
-            SetValue::Enabled(value) if name == "shell" => ShellConfig::decode(&value, home.as_deref(), &cwd).ok(),
+            SetValue::Enabled(value) if name == crate::shell::NAME => {
+                ShellConfig::decode(&value, home.as_deref(), &cwd).ok()
+            }
             _ => None,
         })
         .unwrap_or_default();

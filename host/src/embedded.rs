@@ -1,21 +1,17 @@
 //! The built-in toolset components, compiled by build.rs and embedded in the
-//! binary so a fresh install needs no files beside it.
+//! binary so a fresh install needs no files beside it. Which sets they are
+//! comes from [`crate::builtin_sets`]; build.rs writes the table below from it.
 
+use crate::builtin_sets::BuiltinSet;
 use crate::config::Capability;
 use std::collections::BTreeSet;
+use std::path::PathBuf;
 
-/// `code.wasm`: glob, grep, list_dir, read_file, edit_file, write_file.
-pub static CODE_WASM: &[u8] = include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/code.wasm"));
-
-/// `skills.wasm`: load_skill.
-pub static SKILLS_WASM: &[u8] = include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/skills.wasm"));
-
-/// `ask.wasm`: choose, confirm.
-pub static ASK_WASM: &[u8] = include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/ask.wasm"));
-
-/// What build.rs made of one embedded component besides its bytes.
-struct Made {
-    /// The Wasm bytes, the very slice embedded above (found by address).
+/// What build.rs made of one built-in component.
+struct Embedded {
+    /// The set it implements.
+    set: &'static str,
+    /// The Wasm bytes.
     wasm: &'static [u8],
     /// Their sha256, so loading a built-in does not hash megabytes.
     sha256: &'static str,
@@ -24,39 +20,25 @@ struct Made {
     native: &'static [u8],
 }
 
-/// The built-ins, as build.rs left them in `IOTA_COMPONENTS_DIR`.
-static MADE: [Made; 3] = [
-    Made {
-        wasm: CODE_WASM,
-        sha256: include_str!(concat!(env!("IOTA_COMPONENTS_DIR"), "/code.wasm.sha256")),
-        native: include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/code.cwasm")),
-    },
-    Made {
-        wasm: SKILLS_WASM,
-        sha256: include_str!(concat!(env!("IOTA_COMPONENTS_DIR"), "/skills.wasm.sha256")),
-        native: include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/skills.cwasm")),
-    },
-    Made {
-        wasm: ASK_WASM,
-        sha256: include_str!(concat!(env!("IOTA_COMPONENTS_DIR"), "/ask.wasm.sha256")),
-        native: include_bytes!(concat!(env!("IOTA_COMPONENTS_DIR"), "/ask.cwasm")),
-    },
-];
+// `static EMBEDDED: [Embedded; N]`, one row per component of `BUILTIN_SETS`.
+include!(concat!(env!("IOTA_COMPONENTS_DIR"), "/embedded_components.rs"));
 
-fn made(wasm: &[u8]) -> Option<&'static Made> {
-    MADE.iter().find(|made| std::ptr::eq(made.wasm, wasm))
+/// The row for this very slice of Wasm (found by address: equal bytes a user
+/// declared elsewhere are not the embedded ones).
+fn embedded(wasm: &[u8]) -> Option<&'static Embedded> {
+    EMBEDDED.iter().find(|made| std::ptr::eq(made.wasm, wasm))
 }
 
 /// A built-in's native code, compiled by build.rs, for the very slice of
 /// Wasm it was compiled from.
 pub fn precompiled(wasm: &[u8]) -> Option<&'static [u8]> {
-    made(wasm).map(|made| made.native)
+    embedded(wasm).map(|made| made.native)
 }
 
 /// The sha256 build.rs computed for an embedded component's bytes (the very
 /// slice, by address).
 pub fn known_sha256(wasm: &[u8]) -> Option<&'static str> {
-    made(wasm).map(|made| made.sha256)
+    embedded(wasm).map(|made| made.sha256)
 }
 
 /// A built-in Wasm toolset: its bytes and what it is granted.
@@ -66,53 +48,59 @@ pub struct Builtin {
     /// Its grants.
     pub grants: BTreeSet<Capability>,
     /// Directories beyond the root it may read (preopened read-only).
-    pub read_dirs: Vec<std::path::PathBuf>,
+    pub read_dirs: Vec<PathBuf>,
 }
 
-/// The embedded component for a built-in set name, if this build has one.
-pub fn builtin(name: &str) -> Option<Builtin> {
-    match name {
-        "code" => Some(Builtin {
-            wasm: CODE_WASM,
-            grants: BTreeSet::from([
-                Capability::FsRead,
-                Capability::FsWrite,
-                Capability::Session,
-                Capability::Parallel,
-            ]),
-            read_dirs: Vec::new(),
-        }),
-        "skills" => Some(Builtin {
-            wasm: SKILLS_WASM,
-            grants: BTreeSet::from([Capability::FsRead]),
-            // The user's own skills, beside the project's (.iota/skills under the root).
-            read_dirs: std::env::var_os("HOME")
-                .map(|home| std::path::PathBuf::from(home).join(".iota").join("skills"))
-                .filter(|dir| dir.is_dir())
-                .into_iter()
-                .collect(),
-        }),
-        "ask" => Some(Builtin {
-            wasm: ASK_WASM,
-            grants: BTreeSet::from([Capability::Ui]),
-            read_dirs: Vec::new(),
-        }),
-        _ => None,
-    }
+/// The embedded component of built-in set `set`, with its grants and the
+/// directories under `$HOME` of its row that exist.
+pub fn builtin(set: &BuiltinSet) -> Option<Builtin> {
+    let wasm = EMBEDDED.iter().find(|made| made.set == set.name)?.wasm;
+    let grants = set
+        .grants
+        .iter()
+        .map(|word| Capability::parse(word).expect("BUILTIN_SETS grants only capability words"))
+        .collect();
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let read_dirs = set
+        .home_dirs
+        .iter()
+        .filter_map(|dir| Some(home.as_ref()?.join(dir)))
+        .filter(|dir| dir.is_dir())
+        .collect();
+    Some(Builtin {
+        wasm,
+        grants,
+        read_dirs,
+    })
 }
 
 #[cfg(test)]
-mod digest_tests {
+mod tests {
     use super::*;
+    use crate::builtin_sets::{BUILTIN_SETS, Runs};
     use crate::engine::sha256_hex;
 
     #[test]
     fn build_time_digests_match_the_embedded_bytes() {
-        for wasm in [CODE_WASM, SKILLS_WASM, ASK_WASM] {
-            assert_eq!(known_sha256(wasm), Some(sha256_hex(wasm).as_str()));
+        for made in &EMBEDDED {
+            assert_eq!(known_sha256(made.wasm), Some(sha256_hex(made.wasm).as_str()));
             // Equal bytes elsewhere (a file a user declared) are hashed as usual.
-            let copy = Vec::from(wasm);
+            let copy = Vec::from(made.wasm);
             assert_eq!(known_sha256(&copy), None);
+        }
+    }
+
+    #[test]
+    fn every_component_row_is_embedded_with_grants_that_parse() {
+        for set in &BUILTIN_SETS {
+            let builtin = builtin(set);
+            match set.runs {
+                Runs::Component { .. } => {
+                    let builtin = builtin.unwrap_or_else(|| panic!("{} is embedded", set.name));
+                    assert_eq!(builtin.grants.len(), set.grants.len(), "{}", set.name);
+                }
+                Runs::Native => assert!(builtin.is_none(), "{} runs natively", set.name),
+            }
         }
     }
 }

@@ -20,10 +20,8 @@ use rmcp::model::{
 use serde::Deserialize;
 use std::sync::Arc;
 
-/// The built-in set that serves skills, and its tool.
+/// The built-in set that serves skills (a row of [`crate::builtin_sets`]).
 pub const SET: &str = "skills";
-/// See [`SET`].
-pub const LOAD_SKILL: &str = "load_skill";
 
 /// The URI scheme of skill files.
 pub const SCHEME: &str = "skill://";

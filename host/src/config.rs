@@ -18,13 +18,13 @@
 
 use anyhow::{Context as _, Result, bail};
 use iota_toolset::config::{YAML11_FALSE, YAML11_TRUE};
+use serde::Deserialize;
 use serde_yaml::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-/// The built-in toolsets, in the order the spec lists them.
-pub const BUILTIN_SETS: [&str; 4] = ["shell", "code", "skills", "ask"];
+use crate::builtin_sets::{BUILTIN_SETS, builtin_set};
 
 /// The config used when no file is named or found.
 pub const EMBEDDED_DEFAULT: &str = include_str!("default-config.yaml");
@@ -311,52 +311,37 @@ impl Config {
 
     /// Parses config text; `base` resolves relative toolset paths.
     pub fn parse(text: &str, origin: &str, base: &Path) -> Result<Config> {
-        let doc: Value = serde_yaml::from_str(text).with_context(|| format!("config {origin} is not valid YAML"))?;
-        let doc = match doc {
-            Value::Mapping(m) => m,
-            Value::Null => Default::default(),
-            _ => bail!("config {origin}: the top level must be a mapping with an agents: key"),
+        let file: ConfigFile = match serde_yaml::from_str::<Option<ConfigFile>>(text) {
+            Ok(file) => file.unwrap_or_default(),
+            Err(e) => bail!("config {origin}: {e}"),
         };
-        let mut trusted_projects = Vec::new();
-        let mut agents = Vec::new();
+        let home = std::env::var_os("HOME").map(PathBuf::from);
         let mut toolsets = BTreeMap::new();
-        let mut audit = None;
-        for (key, value) in doc {
-            match key.as_str() {
-                Some("agents") => agents = parse_agents(value, origin)?,
-                Some("toolsets") => toolsets = parse_toolsets(value, origin, base)?,
-                Some("audit") => {
-                    let path = value
-                        .as_str()
-                        .with_context(|| format!("config {origin}: audit: must be a file path"))?;
-                    audit = Some(base.join(path));
-                }
-                Some("trusted_projects") => {
-                    let paths: Vec<String> = serde_yaml::from_value(value)
-                        .with_context(|| format!("config {origin}: trusted_projects: must be a list of paths"))?;
-                    let home = std::env::var_os("HOME").map(PathBuf::from);
-                    trusted_projects = paths
-                        .iter()
-                        .map(|p| match (p.strip_prefix("~/"), &home) {
-                            (Some(rest), Some(home)) => home.join(rest),
-                            _ => base.join(p),
-                        })
-                        .collect();
-                }
-                Some(other) => {
-                    bail!(
-                        "config {origin}: unknown top-level key {other:?} (expected agents, toolsets, audit, trusted_projects)"
-                    )
-                }
-                None => bail!("config {origin}: top-level keys must be strings"),
-            }
+        for (name, decl) in file.toolsets.unwrap_or_default() {
+            let decl = decl
+                .into_decl(base)
+                .with_context(|| format!("config {origin}: toolsets: {name}"))?;
+            toolsets.insert(name, decl);
         }
         let config = Config {
             origin: origin.to_string(),
-            agents,
+            agents: file
+                .agents
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(name, agent)| agent.unwrap_or_default().into_agent(name))
+                .collect(),
             toolsets,
-            audit,
-            trusted_projects,
+            audit: file.audit.map(|path| base.join(path)),
+            trusted_projects: file
+                .trusted_projects
+                .unwrap_or_default()
+                .iter()
+                .map(|p| match (p.strip_prefix("~/"), &home) {
+                    (Some(rest), Some(home)) => home.join(rest),
+                    _ => base.join(p),
+                })
+                .collect(),
             warnings: Vec::new(),
         };
         for agent in &config.agents {
@@ -368,7 +353,7 @@ impl Config {
     }
 
     fn check_set_name(&self, agent: &str, set: &str) -> Result<()> {
-        if BUILTIN_SETS.contains(&set) || self.toolsets.contains_key(set) {
+        if builtin_set(set).is_some() || self.toolsets.contains_key(set) {
             return Ok(());
         }
         if set == "agent" {
@@ -377,9 +362,12 @@ impl Config {
                 self.origin
             );
         }
+        let names: Vec<&str> = BUILTIN_SETS.iter().map(|set| set.name).collect();
+        let (last, rest) = names.split_last().expect("there are built-in sets");
         bail!(
-            "config {}: agent {agent:?}: unknown toolset {set:?}: the built-in sets are shell, code, skills and ask; declare others under toolsets:",
-            self.origin
+            "config {}: agent {agent:?}: unknown toolset {set:?}: the built-in sets are {} and {last}; declare others under toolsets:",
+            self.origin,
+            rest.join(", ")
         )
     }
 
@@ -423,8 +411,9 @@ impl Agent {
             .collect()
     }
 
-    /// Whether `mode:` enables skills on its own.
-    pub fn mode_enables_skills(&self) -> bool {
+    /// Whether `mode:` (`agent`, `bot`) enables the sets whose rule is
+    /// [`crate::builtin_sets::Enabling::ByMode`] (skills) on its own.
+    pub fn mode_enables_more_sets(&self) -> bool {
         matches!(self.mode.as_deref(), Some("agent" | "bot"))
     }
 }
@@ -474,143 +463,168 @@ pub fn yaml_to_json(value: &Value) -> serde_json::Value {
     }
 }
 
-fn parse_agents(value: Value, origin: &str) -> Result<Vec<Agent>> {
-    let map = match value {
-        Value::Mapping(m) => m,
-        Value::Null => return Ok(Vec::new()),
-        _ => bail!("config {origin}: agents: must be a mapping of agent names"),
-    };
-    let mut agents = Vec::new();
-    for (name, body) in map {
-        let name = name
-            .as_str()
-            .with_context(|| format!("config {origin}: agent names must be strings"))?
-            .to_string();
-        let mut agent = Agent {
-            name: name.clone(),
-            mode: None,
-            tools: Vec::new(),
-        };
-        let body = match body {
-            Value::Mapping(m) => m,
-            Value::Null => Default::default(),
-            _ => bail!("config {origin}: agent {name:?} must be a mapping (model, mode, tools)"),
-        };
-        for (key, value) in body {
-            match key.as_str() {
-                Some("tools") => match value {
-                    Value::Mapping(tools) => {
-                        for (set, set_value) in tools {
-                            let set = set.as_str().with_context(|| {
-                                format!("config {origin}: agent {name:?}: toolset names must be strings")
-                            })?;
-                            agent.tools.push((set.to_string(), set_value));
-                        }
-                    }
-                    Value::Null => {}
-                    _ => bail!("config {origin}: agent {name:?}: tools: must be a mapping of toolset names"),
-                },
-                Some("mode") => agent.mode = value.as_str().map(str::to_string),
-                // model and the rest of an agent's keys belong to iota, not the host.
-                _ => {}
-            }
-        }
-        agents.push(agent);
-    }
-    Ok(agents)
+/// The config file as written, before the rules: what serde decodes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    /// Agents in file order (a list of pairs keeps it).
+    #[serde(default, deserialize_with = "in_file_order")]
+    agents: Option<Vec<(String, Option<AgentFile>)>>,
+    toolsets: Option<BTreeMap<String, DeclFile>>,
+    audit: Option<String>,
+    trusted_projects: Option<Vec<String>>,
 }
 
-fn parse_toolsets(value: Value, origin: &str, base: &Path) -> Result<BTreeMap<String, ToolsetDecl>> {
-    let map = match value {
-        Value::Mapping(m) => m,
-        Value::Null => return Ok(BTreeMap::new()),
-        _ => bail!("config {origin}: toolsets: must be a mapping of toolset names"),
-    };
-    let mut out = BTreeMap::new();
-    for (name, decl) in map {
-        let name = name
-            .as_str()
-            .with_context(|| format!("config {origin}: toolset names must be strings"))?
-            .to_string();
-        let context = |what: &str| format!("config {origin}: toolsets: {name}: {what}");
-        let decl = match decl {
-            Value::String(path) => ToolsetDecl {
-                path: base.join(path),
-                grant: None,
-                limits: Limits::default(),
-            },
-            Value::Mapping(map) => {
-                let mut path = None;
-                let mut grant = None;
-                let mut limits = Limits::default();
-                for (key, value) in map {
-                    match key.as_str() {
-                        Some("path") => {
-                            path = Some(base.join(value.as_str().with_context(|| context("path must be a string"))?))
-                        }
-                        Some("grant") => {
-                            let words: Vec<String> = serde_yaml::from_value(value)
-                                .with_context(|| context("grant must be a list of capabilities"))?;
-                            let mut caps = Vec::new();
-                            for word in words {
-                                caps.push(Capability::parse(&word).with_context(|| {
-                                    context(&format!("unknown capability {word:?} ({})", Capability::words()))
-                                })?);
-                            }
-                            grant = Some(caps);
-                        }
-                        Some("limits") => limits = parse_limits(value).with_context(|| context("limits"))?,
-                        _ => bail!(context(&format!(
-                            "unknown key {:?} (path, grant, limits)",
-                            key.as_str().unwrap_or("?")
-                        ))),
-                    }
-                }
-                let path = path.with_context(|| context("path is required"))?;
-                ToolsetDecl { path, grant, limits }
-            }
-            _ => bail!(context("must be a path or a mapping (path, grant, limits)")),
-        };
-        out.insert(name, decl);
-    }
-    Ok(out)
+/// One agent as written. Its other keys (`model`, …) are iota's, not the
+/// host's: ignored, not refused.
+#[derive(Debug, Default, Deserialize)]
+struct AgentFile {
+    mode: Option<String>,
+    /// Set names and their raw values, in file order; each set decodes its own.
+    #[serde(default, deserialize_with = "in_file_order")]
+    tools: Option<Vec<(String, Value)>>,
 }
 
-fn parse_limits(value: Value) -> Result<Limits> {
-    let mut limits = Limits::default();
-    let Value::Mapping(map) = value else {
-        bail!("must be a mapping (timeout, memory, output)")
-    };
-    for (key, value) in map {
-        match key.as_str() {
-            Some("timeout") => {
-                let secs = value
-                    .as_f64()
-                    .filter(|s| *s > 0.0)
-                    .context("timeout must be a positive number of seconds")?;
-                limits.timeout = Duration::from_secs_f64(secs);
-            }
-            Some("memory") => {
-                let mib = value
-                    .as_u64()
-                    .filter(|m| *m > 0)
-                    .context("memory must be a positive number of MiB")?;
-                limits.memory = mib << 20;
-            }
-            Some("output") => {
-                let kib = value
-                    .as_u64()
-                    .filter(|k| *k > 0)
-                    .context("output must be a positive number of KiB")?;
-                limits.output = kib << 10;
-            }
-            _ => bail!(
-                "unknown key {:?} (timeout, memory, output)",
-                key.as_str().unwrap_or("?")
-            ),
+impl AgentFile {
+    fn into_agent(self, name: String) -> Agent {
+        Agent {
+            name,
+            mode: self.mode,
+            tools: self.tools.unwrap_or_default(),
         }
     }
-    Ok(limits)
+}
+
+/// A toolset declaration: a path, or a mapping.
+#[derive(Debug)]
+enum DeclFile {
+    Path(String),
+    Full(DeclBody),
+}
+
+impl<'de> Deserialize<'de> for DeclFile {
+    // By hand rather than `untagged`, which would replace the mapping's own
+    // errors (`unknown capability "gpu"`) with a generic one.
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<DeclFile, D::Error> {
+        struct Decl;
+        impl<'de> serde::de::Visitor<'de> for Decl {
+            type Value = DeclFile;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a path or a mapping (path, grant, limits)")
+            }
+            fn visit_str<E: serde::de::Error>(self, path: &str) -> Result<DeclFile, E> {
+                Ok(DeclFile::Path(path.to_string()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<DeclFile, A::Error> {
+                DeclBody::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(DeclFile::Full)
+            }
+        }
+        deserializer.deserialize_any(Decl)
+    }
+}
+
+/// `toolsets: NAME: {path, grant, limits}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct DeclBody {
+    path: Option<String>,
+    grant: Option<Vec<Capability>>,
+    limits: Option<LimitsFile>,
+}
+
+/// `limits: {timeout, memory, output}` in seconds, MiB and KiB.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LimitsFile {
+    timeout: Option<f64>,
+    memory: Option<u64>,
+    output: Option<u64>,
+}
+
+impl DeclFile {
+    fn into_decl(self, base: &Path) -> Result<ToolsetDecl> {
+        let body = match self {
+            DeclFile::Path(path) => {
+                return Ok(ToolsetDecl {
+                    path: base.join(path),
+                    grant: None,
+                    limits: Limits::default(),
+                });
+            }
+            DeclFile::Full(body) => body,
+        };
+        let path = body.path.context("path is required")?;
+        let limits = match body.limits {
+            Some(limits) => limits.checked().context("limits")?,
+            None => Limits::default(),
+        };
+        Ok(ToolsetDecl {
+            path: base.join(path),
+            grant: body.grant,
+            limits,
+        })
+    }
+}
+
+impl LimitsFile {
+    /// The limits, each positive, the rest defaults.
+    fn checked(self) -> Result<Limits> {
+        let mut limits = Limits::default();
+        if let Some(secs) = self.timeout {
+            if !(secs > 0.0 && secs.is_finite()) {
+                bail!("timeout must be a positive number of seconds");
+            }
+            limits.timeout = Duration::from_secs_f64(secs);
+        }
+        if let Some(mib) = self.memory {
+            if mib == 0 {
+                bail!("memory must be a positive number of MiB");
+            }
+            limits.memory = mib << 20;
+        }
+        if let Some(kib) = self.output {
+            if kib == 0 {
+                bail!("output must be a positive number of KiB");
+            }
+            limits.output = kib << 10;
+        }
+        Ok(limits)
+    }
+}
+
+impl<'de> Deserialize<'de> for Capability {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Capability, D::Error> {
+        let word = String::deserialize(deserializer)?;
+        Capability::parse(&word)
+            .ok_or_else(|| serde::de::Error::custom(format!("unknown capability {word:?} ({})", Capability::words())))
+    }
+}
+
+/// A mapping decoded as its (key, value) pairs in file order (a map type
+/// would sort them, and the order of agents and sets is the user's).
+fn in_file_order<'de, D, V>(deserializer: D) -> Result<Option<Vec<(String, V)>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    V: Deserialize<'de>,
+{
+    struct Pairs<V>(std::marker::PhantomData<V>);
+    impl<'de, V: Deserialize<'de>> serde::de::Visitor<'de> for Pairs<V> {
+        type Value = Option<Vec<(String, V)>>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a mapping of names")
+        }
+        fn visit_unit<E>(self) -> Result<Self::Value, E> {
+            Ok(None)
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut pairs = Vec::new();
+            while let Some(pair) = map.next_entry()? {
+                pairs.push(pair);
+            }
+            Ok(Some(pairs))
+        }
+    }
+    deserializer.deserialize_any(Pairs(std::marker::PhantomData))
 }
 
 /// How far a config file is believed.
@@ -677,7 +691,7 @@ pub fn restrict(doc: &mut Value) -> Vec<String> {
         // Sets it would declare under toolsets: are not loaded at all.
         let undeclared: Vec<Value> = tools
             .keys()
-            .filter(|k| !k.as_str().is_some_and(|k| BUILTIN_SETS.contains(&k)))
+            .filter(|k| k.as_str().is_none_or(|k| builtin_set(k).is_none()))
             .cloned()
             .collect();
         for key in undeclared {
@@ -781,6 +795,36 @@ mod tests {
             }
         );
         assert!(parse("toolsets:\n  jq: { path: a.wasm, grant: [sockets] }\n").is_err());
+    }
+
+    #[test]
+    fn keys_the_host_owns_are_checked_and_an_agents_other_keys_are_iotas() {
+        let err = |text: &str| format!("{:#}", parse(text).unwrap_err());
+        let e = err("agnets:\n  a: {}\n");
+        assert!(e.contains("unknown field `agnets`") && e.contains("`agents`"), "{e}");
+        let e = err("toolsets:\n  jq: { path: jq.wasm, grants: [ui] }\n");
+        assert!(e.contains("unknown field `grants`"), "{e}");
+        let e = err("toolsets:\n  jq: { path: jq.wasm, limits: { timeout: 0 } }\n");
+        assert!(e.contains("timeout must be a positive number of seconds"), "{e}");
+        let e = err("toolsets:\n  jq: { path: jq.wasm, limits: { memory: 0 } }\n");
+        assert!(e.contains("memory must be a positive number of MiB"), "{e}");
+        let e = err("toolsets:\n  jq: { grant: [ui] }\n");
+        assert!(e.contains("toolsets: jq: path is required"), "{e}");
+        let e = err("toolsets:\n  jq: [a, b]\n");
+        assert!(e.contains("a path or a mapping (path, grant, limits)"), "{e}");
+        // model, instructions, …: iota's keys, not refused; order kept.
+        let config = parse(
+            "agents:\n  z:\n    model: m\n    mode: bot\n    tools:\n      shell:\n      code: {x: 1}\n  a: {}\n",
+        )
+        .unwrap();
+        let names: Vec<&str> = config.agents.iter().map(|a| a.name.as_str()).collect();
+        assert_eq!(names, ["z", "a"]);
+        let z = &config.agents[0];
+        assert_eq!(z.mode.as_deref(), Some("bot"));
+        let sets: Vec<&str> = z.tools.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(sets, ["shell", "code"]);
+        assert!(parse("").unwrap().agents.is_empty());
+        assert!(parse("agents:\n").unwrap().agents.is_empty());
     }
 
     #[test]

@@ -112,6 +112,35 @@ pub fn gate(
     ask(session, ui, &request, remember)
 }
 
+/// Decides whether a command a component runs (`process.run`) starts. Like
+/// the shell's own calls it is asked about only when `unsandboxed_unasked`
+/// (it would run outside the sandbox with `auto_run` off), and "allow for
+/// this session" covers every later one. `header` is `shell LINE`.
+pub fn gate_component_command(
+    session: &Session,
+    ui: &Arc<dyn Ui>,
+    header: &str,
+    unsandboxed_unasked: bool,
+) -> Result<(), String> {
+    let shell = crate::shell::NAME;
+    if !unsandboxed_unasked || session.is_approved(shell, shell) {
+        return Ok(());
+    }
+    if !ui.interactive() {
+        return Err(non_interactive_refusal(shell));
+    }
+    let request = ApprovalRequest {
+        tool: shell,
+        header,
+        diff: None,
+    };
+    match ask(session, ui, &request, Some((shell, shell))) {
+        Decision::Refused(why) => Err(why),
+        Decision::Awaiting => Err(awaiting(shell)),
+        _ => Ok(()),
+    }
+}
+
 /// Asks `request` and records "allow for this session" under `remember`
 /// (set and scope) when given: the one place an approval question is put,
 /// for the gate and for the commands a component runs.
@@ -187,7 +216,8 @@ impl WriteTarget {
 
 /// Whether the call's `path` argument lands in a protected directory of
 /// `root` (see [`WriteTarget`]).
-pub fn writes_protected(root: &Path, args: &str) -> bool {
+#[cfg(test)]
+fn writes_protected(root: &Path, args: &str) -> bool {
     WriteTarget::of(root, args).is_some_and(|t| t.protected)
 }
 

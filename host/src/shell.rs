@@ -205,13 +205,11 @@ impl ShellToolset {
         }
     }
 
-    fn header_for(&self, args: &Args) -> String {
+    /// The command as the header and a background job's label show it:
+    /// `cd DIR && LINE`, marked when it runs outside the sandbox.
+    fn shown(&self, args: &Args) -> String {
         let line = &args.command;
-        let mut header = String::from(NAME);
-        if args.background == Some(true) {
-            header.push_str(" (background)");
-        }
-        header.push(' ');
+        let mut shown = String::new();
         if let Some(cwd) = &args.cwd {
             // Quoted unless plain, so a directory named `src && make` reads as
             // one directory, not as a command the user is asked about.
@@ -220,16 +218,57 @@ impl ShellToolset {
                     .chars()
                     .all(|c| c.is_ascii_alphanumeric() || "_./-+@%:,".contains(c));
             if plain {
-                header.push_str(&format!("cd {cwd} && "));
+                shown.push_str(&format!("cd {cwd} && "));
             } else {
-                header.push_str(&format!("cd '{}' && ", cwd.replace('\'', "'\\''")));
+                shown.push_str(&format!("cd '{}' && ", cwd.replace('\'', "'\\''")));
             }
         }
-        header.push_str(line);
+        shown.push_str(line);
         if matches!(self.regime(line, &self.cwd(args)), Regime::Iota(_)) {
-            header.push_str(" (outside the sandbox)");
+            shown.push_str(" (outside the sandbox)");
         }
-        header
+        shown
+    }
+
+    /// The call's header: `shell [(background)] SHOWN`.
+    fn header_for(&self, args: &Args) -> String {
+        headed(args, &self.shown(args))
+    }
+
+    /// Starts `line` in `cwd` under `regime`, writing its output to a log
+    /// named after the session's next job id: the one start path of the
+    /// model's commands and a component's.
+    fn start(
+        &self,
+        session: &Session,
+        line: &str,
+        cwd: &Path,
+        regime: &Regime,
+        timeout: Option<Duration>,
+    ) -> Result<Started, String> {
+        if !cwd.is_dir() {
+            let why = std::fs::metadata(cwd)
+                .err()
+                .map_or("Not a directory".to_string(), |e| e.kind().to_string());
+            return Err(format!(
+                "failed to run: cannot use {} as the working directory: {why}",
+                cwd.display()
+            ));
+        }
+        // The log directory first: the sandbox shows it only if it exists.
+        let id = session.jobs().next_id();
+        let log = jobs_dir_created()
+            .map_err(|e| format!("failed to run: {e}"))?
+            .join(format!("{id}.log"));
+        let (launch, contained) = self
+            .launch(line, cwd, session, regime)
+            .map_err(|e| format!("failed to run: {e}"))?;
+        let running =
+            Running::start(launch, cwd, log.clone(), timeout, contained).map_err(|e| format!("failed to run: {e}"))?;
+        if contained {
+            session.track_sandboxed(&running);
+        }
+        Ok(Started { running, log, id })
     }
 
     /// What to start for `line` in `regime`, and whether a PID namespace
@@ -351,7 +390,8 @@ impl ShellToolset {
     }
 
     fn run(&self, session: &Arc<Session>, args: &Args, asked: bool) -> Result<String, ToolResult> {
-        let header = self.header_for(args);
+        let shown = self.shown(args);
+        let header = headed(args, &shown);
         let fail = |text: String| ToolResult {
             text,
             is_error: true,
@@ -377,32 +417,8 @@ impl ShellToolset {
                 jobs::MAX_JOBS
             )));
         }
-        if !cwd.is_dir() {
-            let why = std::fs::metadata(&cwd)
-                .err()
-                .map_or("Not a directory".to_string(), |e| e.kind().to_string());
-            return Err(fail(format!(
-                "failed to run: cannot use {} as the working directory: {why}",
-                cwd.display()
-            )));
-        }
-        // The log directory first: the sandbox shows it only if it exists.
-        let id = jobs.next_id();
-        let log = jobs_dir_created()
-            .map_err(|e| fail(format!("failed to run: {e}")))?
-            .join(format!("{id}.log"));
-        let (launch, contained) = self
-            .launch(line, &cwd, session, &regime)
-            .map_err(|e| fail(format!("failed to run: {e}")))?;
-        let running = Running::start(launch, &cwd, log.clone(), timeout, contained)
-            .map_err(|e| fail(format!("failed to run: {e}")))?;
-        if contained {
-            session.track_sandboxed(&running);
-        }
-        // The label is the command as the header shows it, without the tool name
-        // and the (background) mark.
-        let shown = header.strip_prefix("shell ").unwrap_or(&header);
-        let label = jobs::label(shown.strip_prefix("(background) ").unwrap_or(shown));
+        let Started { running, log, id } = self.start(session, line, &cwd, &regime, timeout).map_err(fail)?;
+        let label = jobs::label(&shown);
         if background {
             jobs.adopt(id.clone(), label, line.to_string(), running.clone());
             return Ok(format!(
@@ -453,44 +469,14 @@ impl ShellToolset {
         timeout: Option<Duration>,
     ) -> Result<(String, Option<i32>), String> {
         let header = format!("{NAME} {line}");
-        if !self.config.auto_run && !self.sandboxed() && !session.is_approved(NAME, NAME) {
-            if !ui.interactive() {
-                return Err(crate::approval::non_interactive_refusal(NAME));
-            }
-            let request = crate::caps::ui::ApprovalRequest {
-                tool: NAME,
-                header: &header,
-                diff: None,
-            };
-            match crate::approval::ask(session, ui, &request, Some((NAME, NAME))) {
-                crate::approval::Decision::Refused(why) => return Err(why),
-                crate::approval::Decision::Awaiting => return Err(crate::approval::awaiting(NAME)),
-                _ => {}
-            }
-        }
+        crate::approval::gate_component_command(session, ui, &header, !self.config.auto_run && !self.sandboxed())?;
         let cwd = cwd.map_or_else(|| self.root.clone(), |c| self.root.join(c));
-        if !cwd.is_dir() {
-            return Err(format!(
-                "failed to run: cannot use {} as the working directory",
-                cwd.display()
-            ));
-        }
         let regime = if self.sandboxed() {
             Regime::Sandboxed
         } else {
             Regime::Unsandboxed
         };
-        let log = jobs_dir_created()
-            .map_err(|e| format!("failed to run: {e}"))?
-            .join(format!("{}.log", session.jobs().next_id()));
-        let (launch, contained) = self
-            .launch(line, &cwd, session, &regime)
-            .map_err(|e| format!("failed to run: {e}"))?;
-        let running =
-            Running::start(launch, &cwd, log.clone(), timeout, contained).map_err(|e| format!("failed to run: {e}"))?;
-        if contained {
-            session.track_sandboxed(&running);
-        }
+        let Started { running, log, .. } = self.start(session, line, &cwd, &regime, timeout)?;
         session.track_foreground(&running);
         let ending = running.wait(None);
         let _ = std::fs::remove_file(&log);
@@ -520,6 +506,26 @@ pub fn outcome(output: &str, ending: &Ending) -> Result<String, String> {
         Ending::Exit(0) => Ok(output.strip_suffix('\n').unwrap_or(output).to_string()),
         Ending::Exit(code) => Err(with(format!("[exit code {code}]"))),
     }
+}
+
+/// `shell [(background)] SHOWN`.
+fn headed(args: &Args, shown: &str) -> String {
+    let background = if args.background == Some(true) {
+        " (background)"
+    } else {
+        ""
+    };
+    format!("{NAME}{background} {shown}")
+}
+
+/// A command [`ShellToolset::start`] started.
+struct Started {
+    /// The running process tree.
+    running: Arc<Running>,
+    /// The log its output goes to.
+    log: PathBuf,
+    /// The job id the log is named after (`b3`).
+    id: String,
 }
 
 fn parse_timeout(args: &Args) -> Result<Option<Duration>, String> {

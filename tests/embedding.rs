@@ -73,3 +73,64 @@ fn without_default_features_no_cli_terminal_or_mcp_crate_is_pulled_in() {
         );
     }
 }
+
+/// Holds its answer until released, and says when it is asked.
+struct HeldAnswer {
+    asked: std::sync::Mutex<std::sync::mpsc::Sender<()>>,
+    release: std::sync::Mutex<std::sync::mpsc::Receiver<()>>,
+}
+
+impl iota_host::Ui for HeldAnswer {
+    fn interactive(&self) -> bool {
+        true
+    }
+    fn approve(&self, _: &iota_host::ApprovalRequest<'_>) -> iota_host::Approval {
+        self.asked.lock().unwrap().send(()).unwrap();
+        self.release.lock().unwrap().recv().unwrap();
+        iota_host::Approval::Once
+    }
+    fn choose(&self, _: &[iota_host::Question]) -> Option<Vec<iota_host::Answer>> {
+        None
+    }
+    fn confirm(&self, _: &str, _: &str, _: &str) -> Option<bool> {
+        None
+    }
+}
+
+/// A session shared between threads follows the round rule: a call that may
+/// not run in parallel (a writer) runs alone, so a reader started while the
+/// writer waits for its answer waits too, and both then finish.
+#[test]
+fn calls_from_several_threads_on_one_session_follow_the_round_rule() {
+    let project = support::Project::new();
+    std::fs::write(project.root().join("a.txt"), "a\n").unwrap();
+    let (asked, was_asked) = std::sync::mpsc::channel();
+    let (release, released) = std::sync::mpsc::channel();
+    let ui = HeldAnswer {
+        asked: asked.into(),
+        release: released.into(),
+    };
+    let host = iota_host::Host::builder()
+        .config_yaml("agents:\n  a:\n    tools:\n      code:\n      ask: false\n")
+        .root(project.root())
+        .ui(std::sync::Arc::new(ui))
+        .state_dir(None)
+        .build()
+        .unwrap();
+    let session = host.session();
+    std::thread::scope(|scope| {
+        let writer = scope.spawn(|| session.call_json("write_file", r#"{"path": "b.txt", "content": "b"}"#));
+        was_asked.recv().unwrap();
+        let reader = scope.spawn(|| session.call_json("read_file", r#"{"path": "a.txt"}"#));
+        // Unanswered, the writer holds the session: the reader cannot have
+        // run (alone, it takes milliseconds).
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let reader_ran = reader.is_finished();
+        release.send(()).unwrap();
+        let (written, read) = (writer.join().unwrap(), reader.join().unwrap());
+        assert!(!reader_ran, "a reader ran while a writer held the session");
+        assert!(!written.is_error, "{}", written.text);
+        assert_eq!(read.text, "     1\ta");
+    });
+    assert_eq!(std::fs::read_to_string(project.root().join("b.txt")).unwrap(), "b");
+}

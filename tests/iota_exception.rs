@@ -7,7 +7,7 @@
 
 use crate::support;
 
-use iota_host::shell::iota::{SimpleCommand, iota_call};
+use iota_host::internals::{SimpleCommand, iota_call};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -262,7 +262,7 @@ fn executed(dir: &Path, line: &str) -> (Vec<Exec>, usize) {
 /// A program on the test's own PATH (the lines run with PATH = the stub's
 /// directory alone).
 fn tool(name: &str) -> PathBuf {
-    iota_host::shell::sandbox::find_on_path(name).unwrap_or_else(|| panic!("{name} on PATH"))
+    iota_host::internals::find_on_path(name).unwrap_or_else(|| panic!("{name} on PATH"))
 }
 
 #[test]

@@ -325,7 +325,7 @@ fn the_python_example_toolset_builds_loads_and_answers() {
 fn more_calls_than_pooled_instances_wait_for_a_slot() {
     let p = hostile("process, parallel");
     let host = support::LibraryHost::new(&p);
-    let calls = iota_host::engine::POOLED_INSTANCES as usize + 8;
+    let calls = iota_host::internals::POOLED_INSTANCES as usize + 8;
     std::thread::scope(|scope| {
         let naps: Vec<_> = (0..calls)
             .map(|_| scope.spawn(|| host.call("nap", json!({"ms": 300}))))

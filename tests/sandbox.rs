@@ -254,7 +254,7 @@ fn kernel_knobs_are_read_only_inside() {
 /// control, so the refusal is the filter's doing.
 #[test]
 fn the_seccomp_filter_refuses_each_listed_call() {
-    use iota_host::shell::sandbox::find_on_path;
+    use iota_host::internals::find_on_path;
     let Some(p) = sandboxed() else { return };
     let libc_numbers = [
         ("ptrace", libc::SYS_ptrace),
@@ -722,10 +722,10 @@ fn a_bwrap_planted_on_path_is_not_the_sandbox() {
 #[test]
 fn an_iota_line_that_was_not_asked_about_never_leaves_the_sandbox() {
     let Some(p) = sandboxed() else { return };
-    use iota_host::toolset::Toolset;
-    let shell = iota_host::shell::ShellToolset::new(Default::default(), p.root());
-    let session = std::sync::Arc::new(iota_host::session::Session::new());
-    let ui: std::sync::Arc<dyn iota_host::caps::ui::Ui> = std::sync::Arc::new(iota_host::caps::ui::NoUi);
+    use iota_host::internals::Toolset;
+    let shell = iota_host::internals::ShellToolset::new(Default::default(), p.root());
+    let session = std::sync::Arc::new(iota_host::internals::Session::new());
+    let ui: std::sync::Arc<dyn iota_host::Ui> = std::sync::Arc::new(iota_host::NoUi);
     // In process, "the running binary" is this test binary: the line runs
     // its `prints_the_model_root` test, which says whether it ran as an
     // iota exception (IOTA_MODEL_ROOT is set only there).

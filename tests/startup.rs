@@ -143,7 +143,7 @@ fn an_unreadable_description_is_described_again() {
 
 #[test]
 fn the_cache_keeps_the_most_recently_used_files_only() {
-    use iota_host::engine::{KEEP_COMPILED, KEEP_DESCRIBED};
+    use iota_host::internals::{KEEP_COMPILED, KEEP_DESCRIBED};
     // One set, compiled and described once.
     let p = Project::new()
         .config(&format!(

@@ -14,18 +14,12 @@
 use crate::report::Report;
 use crate::timing::{median, median_command, mib};
 use crate::tree;
-use iota_host::agent::AgentTools;
-use iota_host::caps::ui::{NoUi, Ui};
-use iota_host::config::Config;
-use iota_host::engine::Engine;
-use iota_host::round::Call;
-use iota_host::session::Session;
+use iota_host::{Host, HostSession};
 use iota_toolset::jail::Jail;
 use iota_toolset::session::MemorySession;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Runs of each in-process operation (the median is reported).
@@ -112,32 +106,28 @@ impl Peers {
 
 /// Our tools through the component, in process, as iota runs them.
 struct Component {
-    tools: AgentTools,
-    session: Arc<Session>,
-    ui: Arc<dyn Ui>,
+    session: HostSession,
+    /// Kept with its session.
+    _host: Host,
 }
 
 impl Component {
     fn load(root: &Path) -> Component {
-        let config = Config::parse("agents:\n  b:\n    tools:\n      code:\n", "bench", Path::new(".")).unwrap();
-        let ui: Arc<dyn Ui> = Arc::new(NoUi);
-        let engine = Engine::new().unwrap();
-        let (tools, _) = AgentTools::load(&engine, &config, config.agent(None).unwrap(), root, &ui).unwrap();
+        let host = Host::builder()
+            .config_yaml("agents:\n  b:\n    tools:\n      code:\n")
+            .root(root)
+            .build()
+            .unwrap();
         Component {
-            tools,
-            session: Arc::new(Session::new()),
-            ui,
+            session: host.session(),
+            _host: host,
         }
     }
 
     fn call(&self, tool: &str, args: &Value) -> String {
-        let call = Call {
-            tool: tool.into(),
-            args: args.to_string(),
-        };
-        let outcome = self.tools.call(&self.session, &self.ui, &call);
-        assert!(!outcome.result.is_error, "{tool}: {}", outcome.result.text);
-        outcome.result.text
+        let result = self.session.call(tool, args.clone());
+        assert!(!result.is_error, "{tool}: {}", result.text);
+        result.text
     }
 }
 

@@ -3,34 +3,21 @@
 
 use crate::report::Report;
 use crate::timing::{median, median_command};
-use iota_host::agent::AgentTools;
-use iota_host::caps::ui::{NoUi, Ui};
-use iota_host::config::Config;
-use iota_host::engine::Engine;
-use iota_host::round::Call;
-use iota_host::session::Session;
-use iota_host::shell::sandbox::{Policy, bwrap_args};
+use iota_host::Host;
+use iota_host::internals::{Policy, bwrap_args};
 use std::ffi::OsString;
 use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
 const RUNS: usize = 40;
 
 fn shell_call(yaml: &str, root: &Path) -> Duration {
-    let config = Config::parse(yaml, "bench", Path::new(".")).unwrap();
-    let ui: Arc<dyn Ui> = Arc::new(NoUi);
-    let (tools, _) =
-        AgentTools::load(&Engine::new().unwrap(), &config, config.agent(None).unwrap(), root, &ui).unwrap();
-    let session = Arc::new(Session::new());
-    let call = Call {
-        tool: "shell".into(),
-        args: r#"{"command":"true"}"#.into(),
-    };
+    let host = Host::builder().config_yaml(yaml).root(root).build().unwrap();
+    let session = host.session();
     median(RUNS, || {
-        let outcome = tools.call(&session, &ui, &call);
-        assert!(!outcome.result.is_error, "{}", outcome.result.text);
+        let result = session.call_json("shell", r#"{"command":"true"}"#);
+        assert!(!result.is_error, "{}", result.text);
     })
 }
 
@@ -71,7 +58,7 @@ pub fn run(report: &mut Report) {
     // the pids cgroup it joins).
     let private_tmp = tempfile::tempdir().unwrap();
     let state = tempfile::tempdir().unwrap();
-    let protected: Vec<std::path::PathBuf> = iota_host::shell::sandbox::PROTECTED_AT_ROOT
+    let protected: Vec<std::path::PathBuf> = iota_host::internals::PROTECTED_AT_ROOT
         .iter()
         .map(|name| root.join(name))
         .collect();
@@ -99,7 +86,7 @@ pub fn run(report: &mut Report) {
     let filtered = median_command(RUNS, || {
         use std::os::fd::AsRawFd;
         use std::os::unix::process::CommandExt;
-        let fds = iota_host::shell::seccomp::filter_fds(false).unwrap();
+        let fds = iota_host::internals::filter_fds(false).unwrap();
         let raw: Vec<i32> = fds.iter().map(|fd| fd.as_raw_fd()).collect();
         let mut cmd = Command::new("bwrap");
         cmd.args(flags(&raw));

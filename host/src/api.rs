@@ -27,6 +27,7 @@
 //! clap, crossterm or rmcp.
 
 use crate::agent::AgentTools;
+use crate::builtin_sets::{Enabling, builtin_set};
 use crate::caps::ui::Ui;
 use crate::config::Config;
 use crate::engine::Engine;
@@ -35,7 +36,7 @@ use crate::session::Session;
 use crate::toolset::{ApprovalRule, Presentation, ToolSpec, Toolset};
 use anyhow::{Context as _, Result, bail};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// Where the config comes from.
 #[derive(Debug, Clone)]
@@ -213,6 +214,8 @@ pub struct ToolInfo {
     pub asks_first: bool,
     /// It may run beside the round's other calls.
     pub parallel: bool,
+    /// How a front end shows its calls.
+    pub presentation: Presentation,
 }
 
 impl ToolInfo {
@@ -230,6 +233,7 @@ impl ToolInfo {
             open_world: set.open_world(),
             asks_first: spec.approval == ApprovalRule::Required,
             parallel: spec.parallel,
+            presentation: spec.presentation,
         }
     }
 }
@@ -276,13 +280,27 @@ impl Host {
             tools: self.tools.clone(),
             session: Arc::new(Session::new()),
             ui: self.ui.clone(),
+            round_rule: RwLock::new(()),
         }
     }
 
-    /// The loaded tools, for the front ends in this crate.
-    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
-    pub(crate) fn agent_tools(&self) -> &Arc<AgentTools> {
-        &self.tools
+    /// Serves the tools over MCP on stdin/stdout until the client
+    /// disconnects (the connection is one session). With `ask_client`,
+    /// questions go to the client (elicitation, or 2026-07-28's multi
+    /// round-trip requests) and `ask` is offered only to clients that can
+    /// answer (build the host with an interactive [`Ui`] for `ask` to be
+    /// loaded at all); otherwise to the [`Ui`] this host was built with.
+    #[cfg(feature = "mcp")]
+    pub fn serve_mcp(self, ask_client: bool) -> Result<()> {
+        let ui = (!ask_client).then(|| self.ui.clone());
+        crate::mcp::serve(self, ui)
+    }
+
+    /// The loaded set called `name` (the MCP server's Skills extension
+    /// talks to the `skills` set directly).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn set(&self, name: &str) -> Option<&Arc<dyn Toolset>> {
+        self.tools.sets().iter().find(|set| set.name() == name)
     }
 }
 
@@ -337,27 +355,43 @@ pub struct JobInfo {
 }
 
 /// One session of calls (see [`Host::session`]).
+///
+/// A session may be shared between threads: calls from several at once
+/// follow the round rule — those that may run in parallel (and need no
+/// question) run side by side, every other call runs alone.
 pub struct HostSession {
     tools: Arc<AgentTools>,
     session: Arc<Session>,
     ui: Arc<dyn Ui>,
+    /// The round rule across concurrent calls: shared by parallel calls,
+    /// held alone by every other.
+    round_rule: RwLock<()>,
 }
 
 impl HostSession {
     /// Runs one call through the approval gate and its toolset. `args` is
     /// the arguments object.
     pub fn call(&self, tool: &str, args: serde_json::Value) -> CallResult {
-        let call = Call {
-            tool: tool.to_string(),
-            args: args.to_string(),
-        };
-        self.tools.call(&self.session, &self.ui, &call).into()
+        self.call_json(tool, &args.to_string())
+    }
+
+    /// [`Self::call`] with the arguments as the model wrote them: JSON text,
+    /// kept as it is in the audit log.
+    pub fn call_json(&self, tool: &str, args: &str) -> CallResult {
+        self.call_as(&self.ui, tool, args.to_string())
     }
 
     /// Runs the calls a model issued together: concurrently when every one
     /// may run in parallel and none needs asking, otherwise one after
     /// another. Results come back in call order.
     pub fn round(&self, calls: &[(&str, serde_json::Value)]) -> Vec<CallResult> {
+        let calls: Vec<(&str, String)> = calls.iter().map(|(tool, args)| (*tool, args.to_string())).collect();
+        let calls: Vec<(&str, &str)> = calls.iter().map(|(tool, args)| (*tool, args.as_str())).collect();
+        self.round_json(&calls)
+    }
+
+    /// [`Self::round`] with each call's arguments as JSON text.
+    pub fn round_json(&self, calls: &[(&str, &str)]) -> Vec<CallResult> {
         let calls: Vec<Call> = calls
             .iter()
             .map(|(tool, args)| Call {
@@ -365,11 +399,43 @@ impl HostSession {
                 args: args.to_string(),
             })
             .collect();
+        let concurrent = calls
+            .iter()
+            .all(|call| self.tools.may_run_in_parallel(&self.session, call));
+        let _rule = RoundRule::enter(&self.round_rule, concurrent);
         self.tools
             .round(&self.session, &self.ui, &calls)
             .into_iter()
             .map(CallResult::from)
             .collect()
+    }
+
+    /// Runs one call with its questions going to `ui` instead of the
+    /// session's (the MCP server asks the client of each request). Where
+    /// `ui` cannot answer, a set that only exists for somebody who can
+    /// (`ask`) offers nothing.
+    pub(crate) fn call_as(&self, ui: &Arc<dyn Ui>, tool: &str, args: String) -> CallResult {
+        let call = Call {
+            tool: tool.to_string(),
+            args,
+        };
+        if !ui.interactive()
+            && self
+                .tools
+                .find(tool)
+                .is_some_and(|(set, _)| needs_someone_to_answer(set.name()))
+        {
+            return Outcome::unknown_tool(tool).into();
+        }
+        let parallel = self.tools.may_run_in_parallel(&self.session, &call);
+        let _rule = RoundRule::enter(&self.round_rule, parallel);
+        self.tools.call(&self.session, ui, &call).into()
+    }
+
+    /// The session's state: its jobs, its running call.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn state(&self) -> &Arc<Session> {
+        &self.session
     }
 
     /// The notices of background jobs that finished since the last take:
@@ -416,5 +482,30 @@ impl HostSession {
     /// tree, or a component at its next epoch tick (Esc, Ctrl+C).
     pub fn cancel(&self) {
         self.session.cancel_foreground();
+    }
+}
+
+/// Whether the set called `name` only exists where somebody can answer
+/// (its built-in row is enabled [`Enabling::WhenInteractive`]).
+pub(crate) fn needs_someone_to_answer(name: &str) -> bool {
+    builtin_set(name).is_some_and(|set| set.enabling == Enabling::WhenInteractive)
+}
+
+/// A place under the round rule, held for one call or round.
+enum RoundRule<'a> {
+    /// Beside other parallel calls.
+    Shared(#[allow(dead_code)] RwLockReadGuard<'a, ()>),
+    /// Alone.
+    Alone(#[allow(dead_code)] RwLockWriteGuard<'a, ()>),
+}
+
+impl<'a> RoundRule<'a> {
+    /// Waits for a place: shared when `parallel`, alone otherwise.
+    fn enter(rule: &'a RwLock<()>, parallel: bool) -> RoundRule<'a> {
+        if parallel {
+            RoundRule::Shared(rule.read().unwrap_or_else(|e| e.into_inner()))
+        } else {
+            RoundRule::Alone(rule.write().unwrap_or_else(|e| e.into_inner()))
+        }
     }
 }

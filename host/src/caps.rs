@@ -4,7 +4,7 @@
 //! A component's imports are its requested capabilities. [`requested`] reads
 //! them; [`check_grants`] refuses a component that asks for more than its
 //! config grants — before it is ever instantiated. Each capability's host side
-//! is one module: `fs` (WASI preopens of the project root, bulk reads), `ui`, `session`,
+//! is one module: `fs` (WASI preopens of the project root, whole-file reads of `iota:toolset/files`), `ui`, `session`,
 //! `process`.
 
 pub mod fs;
@@ -48,7 +48,7 @@ pub struct CallState {
     /// The sandbox runner behind `process`, when granted.
     pub(crate) process: Option<Arc<crate::shell::ShellToolset>>,
     /// The preopens `files` reads through (none without access).
-    pub(crate) bulk: fs::Bulk,
+    pub(crate) files: fs::Files,
     /// Whether the component asked the user anything in this call (a
     /// description given after a question is never remembered).
     pub(crate) asked: bool,
@@ -122,6 +122,7 @@ pub fn linker(engine: &wasmtime::Engine) -> anyhow::Result<Arc<Linker<CallState>
 
 /// Builds the engine's linker and starts wasmtime-wasi's runtime on another
 /// thread, so a start that is about to call a component finds both ready.
+#[cfg(feature = "cli")]
 pub fn warm_up(engine: &wasmtime::Engine) {
     let engine = engine.clone();
     let _ = std::thread::Builder::new().name("iota-warm-up".into()).spawn(move || {

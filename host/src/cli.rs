@@ -2,14 +2,12 @@
 //! command. Exit codes: 0 all results ok, 1 some result is an error, 2 usage
 //! or config error (message on stderr).
 
-use crate::agent::AgentTools;
-use crate::api::Host;
+use crate::api::{CallResult, Host, ToolInfo};
 use crate::caps::ui::{NoUi, ScriptedUi, Ui, terminal::TerminalUi};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::present;
-use crate::round::{Call, Outcome};
-use crate::session::Session;
+use crate::toolset::ApprovalRule;
 use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
 use std::io::{IsTerminal, Write};
@@ -173,11 +171,7 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     } else {
         choose_ui(&cli).map_err(UsageError)?
     };
-    let mut builder = Host::builder()
-        .config(config)
-        .root(&root)
-        .ui(ui.clone())
-        .engine(engine.clone());
+    let mut builder = Host::builder().config(config).root(&root).ui(ui).engine(engine.clone());
     if let Some(agent) = &cli.agent {
         builder = builder.agent(agent);
     }
@@ -188,15 +182,14 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     for warning in host.warnings() {
         eprintln!("iota-host: warning: {warning}");
     }
-    let tools = host.agent_tools().clone();
 
     match cli.command {
         Command::Tools { json } => {
-            print_tools(&tools, json);
+            print_tools(&host.tools(), json);
             Ok(ExitCode::SUCCESS)
         }
         Command::Prompt => {
-            let prompt = tools.prompt();
+            let prompt = host.prompt();
             if !prompt.is_empty() {
                 println!("{prompt}");
             }
@@ -205,29 +198,26 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
         Command::Call { json, round, calls } => {
             let calls = parse_calls(&calls).map_err(UsageError)?;
             crate::shell::run::cancel_on_interrupt();
-            let session = Arc::new(Session::new());
-            let outcomes = if round {
-                tools.round(&session, &ui, &calls)
+            let session = host.session();
+            let results = if round {
+                session.round_json(&calls)
             } else {
-                calls.iter().map(|call| tools.call(&session, &ui, call)).collect()
+                calls.iter().map(|(tool, args)| session.call_json(tool, args)).collect()
             };
-            print_outcomes(&outcomes, json);
+            print_results(&results, json);
             // `call` waits for the session's background jobs, then prints their notices.
-            session.jobs().wait_all();
-            print_notices(&session.jobs().take_notices(), json);
-            let failed = outcomes.iter().any(|o| o.result.is_error);
+            session.wait_for_jobs();
+            print_notices(&session.take_notices(), json);
+            let failed = results.iter().any(|r| r.is_error);
             drop(session);
             // The process ends here: unmapping every loaded component and
             // freeing the engine would only delay the exit.
-            std::mem::forget(tools);
             std::mem::forget(host);
             std::mem::forget(engine);
             Ok(if failed { ExitCode::from(1) } else { ExitCode::SUCCESS })
         }
         Command::Serve => {
-            drop(host);
-            let tools = Arc::into_inner(tools).expect("the host was dropped: its tools are the server's alone");
-            crate::mcp::serve(tools, (!client_asks).then_some(ui)).map_err(UsageError)?;
+            host.serve_mcp(client_asks).map_err(UsageError)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Inspect { .. } => unreachable!("handled above"),
@@ -251,7 +241,8 @@ fn choose_ui(cli: &Cli) -> Result<Arc<dyn Ui>> {
     }
 }
 
-fn parse_calls(words: &[String]) -> Result<Vec<Call>> {
+/// TOOL ARGS pairs, each ARGS checked to be a JSON object.
+fn parse_calls(words: &[String]) -> Result<Vec<(&str, &str)>> {
     if !words.len().is_multiple_of(2) {
         bail!(
             "call takes TOOL ARGS pairs, ARGS a JSON object (e.g. read_file '{{\"path\":\"README.md\"}}'); got an odd number of words"
@@ -262,38 +253,39 @@ fn parse_calls(words: &[String]) -> Result<Vec<Call>> {
         .map(|pair| {
             let (tool, args) = (&pair[0], &pair[1]);
             match serde_json::from_str::<serde_json::Value>(args) {
-                Ok(serde_json::Value::Object(_)) => Ok(Call {
-                    tool: tool.clone(),
-                    args: args.clone(),
-                }),
+                Ok(serde_json::Value::Object(_)) => Ok((tool.as_str(), args.as_str())),
                 _ => bail!("the arguments of {tool} must be a JSON object, got: {args}"),
             }
         })
         .collect()
 }
 
-fn print_tools(tools: &AgentTools, json: bool) {
+fn print_tools(tools: &[ToolInfo], json: bool) {
     let mut out = std::io::stdout().lock();
-    for (set, tool) in tools.tools() {
-        let parameters: serde_json::Value = serde_json::from_str(&tool.parameters).unwrap_or(serde_json::Value::Null);
+    for tool in tools {
+        let approval = if tool.asks_first {
+            ApprovalRule::Required
+        } else {
+            ApprovalRule::Never
+        }
+        .word();
         if json {
             let value = serde_json::json!({
-                "name": tool.name, "set": set.name(), "description": tool.description,
-                "parameters": parameters, "approval": tool.approval.word(), "parallel": tool.parallel,
+                "name": tool.name, "set": tool.set, "description": tool.description,
+                "parameters": tool.parameters, "approval": approval, "parallel": tool.parallel,
                 "presentation": tool.presentation.word(), "read_only": tool.read_only,
             });
             let _ = writeln!(out, "{value}");
         } else {
             let _ = writeln!(
                 out,
-                "{} ({}): approval {}, {}, {}\n  {}\n  parameters: {}",
+                "{} ({}): approval {approval}, {}, {}\n  {}\n  parameters: {}",
                 tool.name,
-                set.name(),
-                tool.approval.word(),
+                tool.set,
                 if tool.parallel { "parallel" } else { "serial" },
                 tool.presentation.word(),
                 tool.description,
-                parameters
+                tool.parameters
             );
         }
     }
@@ -302,15 +294,14 @@ fn print_tools(tools: &AgentTools, json: bool) {
 /// Text mode: stdout is exactly what the model reads; the header (and a
 /// writer's diff) go to stderr when it is a terminal. JSON mode: one object
 /// per result.
-fn print_outcomes(outcomes: &[Outcome], json: bool) {
+fn print_results(results: &[CallResult], json: bool) {
     let mut out = std::io::stdout().lock();
     let stderr_terminal = std::io::stderr().is_terminal();
     let stdout_terminal = std::io::stdout().is_terminal();
-    for outcome in outcomes {
-        let result = &outcome.result;
+    for result in results {
         if json {
             let mut value = serde_json::json!({
-                "tool": outcome.tool, "header": result.header, "presentation": outcome.presentation.word(),
+                "tool": result.tool, "header": result.header, "presentation": result.presentation.word(),
                 "text": result.text, "is_error": result.is_error,
             });
             if let Some(diff) = &result.diff {

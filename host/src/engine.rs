@@ -103,6 +103,7 @@ impl Engine {
     }
 
     /// Compiles `wasm` (named `name` in messages), or loads the cached result.
+    #[cfg(feature = "cli")]
     pub fn component(&self, name: &str, wasm: &[u8]) -> Result<Component> {
         self.component_with_digest(name, &digest(wasm), wasm)
     }

@@ -7,9 +7,9 @@
 //! open a [`session`](Host::session) and [`call`](HostSession::call) tools in
 //! it, with questions going to a [`Ui`] of your own. The command line and the
 //! MCP server are front ends over it, behind the `cli` and `mcp` features (on
-//! by default). The modules below the facade are hidden from these docs: they
-//! are public only for this repository's own black-box tests and benchmarks,
-//! with no stability promise.
+//! by default). Every other module is private; [`internals`] names the few
+//! pieces this repository's own black-box tests and benchmarks reach, with no
+//! stability promise.
 
 #![deny(missing_docs)]
 
@@ -20,44 +20,49 @@ pub use caps::bindings::iota::toolset::ui::{Answer, Choice, Question};
 pub use caps::ui::{Approval, ApprovalRequest, NoUi, ScriptedUi, Ui};
 pub use toolset::Presentation;
 
-#[doc(hidden)]
-pub mod agent;
-#[doc(hidden)]
-pub mod approval;
-#[doc(hidden)]
-pub mod audit;
-#[doc(hidden)]
-pub mod caps;
+mod agent;
+mod approval;
+mod audit;
+mod builtin_sets;
+mod caps;
 #[cfg(feature = "cli")]
-#[doc(hidden)]
-pub mod cli;
-#[doc(hidden)]
-pub mod config;
-#[doc(hidden)]
-pub mod describe_cache;
-#[doc(hidden)]
-pub mod embedded;
-#[doc(hidden)]
-pub mod engine;
-#[doc(hidden)]
-pub mod host_state;
-#[doc(hidden)]
-pub mod inspect;
+mod cli;
+mod config;
+mod describe_cache;
+mod embedded;
+mod engine;
+mod host_state;
+#[cfg(feature = "cli")]
+mod inspect;
 #[cfg(feature = "mcp")]
-#[doc(hidden)]
-pub mod mcp;
+mod mcp;
 #[cfg(feature = "cli")]
+mod present;
+mod round;
+mod secret;
+mod session;
+mod shell;
+mod toolset;
+mod wasm_toolset;
+
+/// Runs the command line (`iota-host`'s `main`); returns the exit code.
+#[cfg(feature = "cli")]
+pub fn cli_main() -> std::process::ExitCode {
+    cli::main()
+}
+
+/// What this repository's black-box tests and benchmarks reach below the
+/// facade: the sandbox's pieces (to measure and attack them directly), the
+/// iota-exception parser (checked against bash), the shell set in process,
+/// and the engine's bounds. Not an API: no stability promise.
 #[doc(hidden)]
-pub mod present;
-#[doc(hidden)]
-pub mod round;
-#[doc(hidden)]
-pub mod secret;
-#[doc(hidden)]
-pub mod session;
-#[doc(hidden)]
-pub mod shell;
-#[doc(hidden)]
-pub mod toolset;
-#[doc(hidden)]
-pub mod wasm_toolset;
+pub mod internals {
+    pub use crate::config::EMBEDDED_DEFAULT;
+    pub use crate::engine::{KEEP_COMPILED, KEEP_DESCRIBED, POOLED_INSTANCES};
+    pub use crate::session::Session;
+    pub use crate::shell::ShellToolset;
+    pub use crate::shell::iota::{SimpleCommand, iota_call};
+    pub use crate::shell::sandbox::{PROTECTED_AT_ROOT, Policy, bwrap_args, find_on_path, probe};
+    pub use crate::shell::seccomp::filter_fds;
+    pub use crate::toolset::Toolset;
+}

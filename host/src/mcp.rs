@@ -11,11 +11,9 @@
 //! decision path serves both — the approval gate and the components ask a
 //! [`Ui`]; only how a form reaches the client differs.
 
-use crate::agent::AgentTools;
+use crate::api::{CallResult, Host, HostSession, needs_someone_to_answer};
 use crate::caps::ui::elicitation::{FormUi, PeerCarrier};
 use crate::caps::ui::{NoUi, Ui};
-use crate::round::{Call, Outcome};
-use crate::session::Session;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, GetSkillRequestParams,
     GetSkillResult, GetTaskParams, GetTaskResult, Implementation, JsonObject, ListResourcesResult, ListSkillsResult,
@@ -36,23 +34,18 @@ pub mod rounds;
 pub mod skills;
 pub mod tasks;
 
-/// The set that only exists where somebody can answer.
-const ASK_SET: &str = "ask";
-
 /// How often a call whose request carries a progress token reports it.
 pub const PROGRESS_EVERY: Duration = Duration::from_secs(1);
 
 /// The MCP server of one connection (clones share its session).
 #[derive(Clone)]
 pub struct McpServer {
-    tools: Arc<AgentTools>,
-    session: Arc<Session>,
+    host: Arc<Host>,
+    /// The connection's session; concurrent requests follow its round rule.
+    session: Arc<HostSession>,
     /// Questions go here when given (`--answers`, `--non-interactive`);
     /// otherwise to the client, when it can answer forms.
     ui: Option<Arc<dyn Ui>>,
-    /// The round rule across concurrent requests: calls that may run in
-    /// parallel share it, every other call holds it alone.
-    round: Arc<std::sync::RwLock<()>>,
     /// The sets' system-prompt text, computed before the async runtime starts
     /// (synchronous WASI must not run on it).
     instructions: String,
@@ -94,21 +87,19 @@ fn answers_forms(context: &RequestContext<RoleServer>) -> bool {
 }
 
 impl McpServer {
-    /// A server for `tools`, with a fresh session whose questions go to `ui`
-    /// (or, without one, to the client).
-    pub fn new(tools: Arc<AgentTools>, ui: Option<Arc<dyn Ui>>) -> McpServer {
-        let instructions = tools.prompt();
-        let session = Arc::new(Session::new());
-        let skills = tools
-            .find(skills::LOAD_SKILL)
-            .filter(|(set, _)| set.name() == skills::SET)
-            .map(|(set, _)| Arc::new(Skills::new(set.clone(), session.clone())));
+    /// A server for `host`'s tools, with a fresh session whose questions go
+    /// to `ui` (or, without one, to the client).
+    pub fn new(host: Arc<Host>, ui: Option<Arc<dyn Ui>>) -> McpServer {
+        let instructions = host.prompt();
+        let session = Arc::new(host.session());
+        let skills = host
+            .set(skills::SET)
+            .map(|set| Arc::new(Skills::new(set.clone(), session.state().clone())));
         McpServer {
-            tools,
+            host,
             session,
             skills,
             ui,
-            round: Arc::default(),
             instructions,
             rounds: Arc::default(),
             tasks: Arc::default(),
@@ -130,11 +121,11 @@ impl McpServer {
     /// and open-world (the shell only, and only with the network). Where
     /// nobody can be asked, `ask` contributes nothing.
     pub fn list(&self, interactive: bool) -> Vec<Tool> {
-        self.tools
+        self.host
             .tools()
-            .filter(|(set, _)| interactive || set.name() != ASK_SET)
-            .map(|(set, spec)| {
-                let info = crate::api::ToolInfo::of(set, spec);
+            .into_iter()
+            .filter(|info| interactive || !needs_someone_to_answer(&info.set))
+            .map(|info| {
                 let schema: JsonObject = serde_json::from_value(info.parameters).unwrap_or_default();
                 let mut hints = ToolAnnotations::new();
                 hints.read_only_hint = Some(info.read_only);
@@ -149,34 +140,16 @@ impl McpServer {
             .collect()
     }
 
-    /// Runs one call under the round rule.
-    fn run(&self, ui: &Arc<dyn Ui>, name: &str, args: String) -> Outcome {
-        let call = Call {
-            tool: name.to_string(),
-            args,
-        };
-        if !ui.interactive() && self.tools.find(name).is_some_and(|(set, _)| set.name() == ASK_SET) {
-            return Outcome::unknown_tool(&call.tool);
-        }
-        if self.tools.may_run_in_parallel(&self.session, &call) {
-            let _shared = self.round.read().unwrap_or_else(|e| e.into_inner());
-            self.tools.call(&self.session, ui, &call)
-        } else {
-            let _alone = self.round.write().unwrap_or_else(|e| e.into_inner());
-            self.tools.call(&self.session, ui, &call)
-        }
-    }
-
     /// What the model reads of a call: the notices of jobs that finished
     /// since the last result first, then the result.
-    fn reply(&self, outcome: &Outcome) -> (String, bool) {
+    fn reply(&self, result: &CallResult) -> (String, bool) {
         let mut text = String::new();
-        for notice in self.session.jobs().take_notices() {
+        for notice in self.session.take_notices() {
             text.push_str(&notice);
             text.push_str("\n\n");
         }
-        text.push_str(&outcome.result.text);
-        (text, outcome.result.is_error)
+        text.push_str(&result.text);
+        (text, result.is_error)
     }
 
     /// Runs `answer` on the Skills extension off the reactor (it calls the
@@ -287,21 +260,21 @@ impl ServerHandler for McpServer {
         // client): keep them off the reactor.
         let mut call = tokio::task::spawn_blocking(move || {
             crate::shell::jobs::take_adopted_here();
-            let outcome = server.run(&ui, &tool, arguments);
-            (outcome, crate::shell::jobs::take_adopted_here())
+            let result = server.session.call_as(&ui, &tool, arguments);
+            (result, crate::shell::jobs::take_adopted_here())
         });
         let finished = tokio::select! {
             finished = &mut call => finished,
             () = context.ct.cancelled() => {
                 // The client gave up on this call: stop its command, then let it wind down.
-                self.session.cancel_foreground();
+                self.session.cancel();
                 call.await
             }
         };
         if let Some(progress) = progress {
             progress.abort();
         }
-        let (outcome, mut adopted) =
+        let (result, mut adopted) =
             finished.map_err(|e| McpError::internal_error(format!("the call failed: {e}"), None))?;
         match replay.as_ref().and_then(|r| r.carrier().stop()) {
             Some(Stop::Open(form, answered)) => {
@@ -316,7 +289,7 @@ impl ServerHandler for McpServer {
             }
             None => {}
         }
-        let (text, is_error) = self.reply(&outcome);
+        let (text, is_error) = self.reply(&result);
         if let Some(job) = adopted.pop()
             && context.client_capabilities().is_some_and(|c| c.supports_tasks())
         {
@@ -381,7 +354,7 @@ impl ServerHandler for McpServer {
         request: CancelTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        match self.tasks.cancel(&request.task_id, self.session.jobs()) {
+        match self.tasks.cancel(&request.task_id, self.session.state().jobs()) {
             Some(_) => Ok(()),
             None => Err(McpError::invalid_params(
                 format!("no task {} in this session", request.task_id),
@@ -407,9 +380,9 @@ impl Drop for OptIn {
     }
 }
 
-/// Serves `tools` on stdin/stdout until the client disconnects.
-pub fn serve(tools: AgentTools, ui: Option<Arc<dyn Ui>>) -> anyhow::Result<()> {
-    let server = McpServer::new(Arc::new(tools), ui);
+/// Serves `host`'s tools on stdin/stdout until the client disconnects.
+pub fn serve(host: Host, ui: Option<Arc<dyn Ui>>) -> anyhow::Result<()> {
+    let server = McpServer::new(Arc::new(host), ui);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         let (session, server_logs) = (server.session.clone(), server.logs.clone());
@@ -421,7 +394,7 @@ pub fn serve(tools: AgentTools, ui: Option<Arc<dyn Ui>>) -> anyhow::Result<()> {
         let (peer, runtime) = (running.peer().clone(), tokio::runtime::Handle::current());
         let logs = server_logs;
         #[allow(deprecated)]
-        session.jobs().listen(Box::new(move |notice| {
+        session.on_notice(move |notice| {
             if !logs.open() {
                 return;
             }
@@ -429,7 +402,7 @@ pub fn serve(tools: AgentTools, ui: Option<Arc<dyn Ui>>) -> anyhow::Result<()> {
             let message = LoggingMessageNotificationParam::new(LoggingLevel::Info, notice.into());
             let peer = peer.clone();
             runtime.spawn(async move { peer.notify_logging_message(message.with_logger("iota-host")).await });
-        }));
+        });
         running.waiting().await?;
         anyhow::Ok(())
     })

@@ -280,7 +280,7 @@ impl LibraryHost {
             .state_dir(Some(cache_dir()));
         let builder = match &project.config {
             Some(path) => builder.config_file(path),
-            None => builder.config_yaml(iota_host::config::EMBEDDED_DEFAULT),
+            None => builder.config_yaml(iota_host::internals::EMBEDDED_DEFAULT),
         };
         let host = builder.build().unwrap();
         assert!(host.warnings().is_empty(), "{:?}", host.warnings());
@@ -345,8 +345,7 @@ pub fn require(what: &str, available: bool) -> bool {
 /// see [`require`] for what happens when it cannot.
 #[track_caller]
 pub fn sandbox_works() -> bool {
-    let works =
-        iota_host::shell::sandbox::find_on_path("bwrap").is_some_and(|bwrap| iota_host::shell::sandbox::probe(&bwrap));
+    let works = iota_host::internals::find_on_path("bwrap").is_some_and(|bwrap| iota_host::internals::probe(&bwrap));
     require("a working bubblewrap (bwrap that can create namespaces)", works)
 }
 

@@ -39,6 +39,7 @@ thread_local! {
 
 /// Takes the jobs that calls on this thread registered since the last take:
 /// how a front end learns which job a call it ran became (MCP's tasks).
+#[cfg(feature = "mcp")]
 pub fn take_adopted_here() -> Vec<Arc<Job>> {
     ADOPTED_HERE.with(|adopted| std::mem::take(&mut *adopted.borrow_mut()))
 }

@@ -39,11 +39,6 @@ pub struct CappedOutput {
 }
 
 impl CappedOutput {
-    /// An empty buffer.
-    pub fn new() -> CappedOutput {
-        CappedOutput::default()
-    }
-
     /// Appends a chunk of output.
     pub fn push(&mut self, chunk: &[u8]) {
         if self.head.len() < KEEP {
@@ -157,7 +152,7 @@ mod tests {
     use super::*;
 
     fn capped(data: &[u8], chunk: usize) -> String {
-        let mut out = CappedOutput::new();
+        let mut out = CappedOutput::default();
         for part in data.chunks(chunk.max(1)) {
             out.push(part);
         }

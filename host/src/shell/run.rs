@@ -67,16 +67,19 @@ static CANCELLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool:
 
 /// Cancels every command this process runs, now and later (ESC or Ctrl+C at
 /// the terminal). Async-signal-safe: it only stores a flag.
+#[cfg(feature = "cli")]
 pub fn cancel_everything() {
     CANCELLED.store(true, Ordering::SeqCst);
 }
 
+#[cfg(feature = "cli")]
 extern "C" fn on_interrupt(_: nix::libc::c_int) {
     cancel_everything();
 }
 
 /// Makes Ctrl+C cancel the running commands (their results say
 /// `[command cancelled]`) instead of killing the host and orphaning them.
+#[cfg(feature = "cli")]
 pub fn cancel_on_interrupt() {
     use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, sigaction};
     let action = SigAction::new(SigHandler::Handler(on_interrupt), SaFlags::SA_RESTART, SigSet::empty());

@@ -65,7 +65,7 @@ impl Sandbox {
 }
 
 /// Whether `bwrap` can create the namespaces the sandbox needs here (asked
-/// afresh; [`Sandbox::detect`] remembers the answer).
+/// afresh; `Sandbox::detect` remembers the answer).
 pub fn probe(bwrap: &Path) -> bool {
     std::process::Command::new(bwrap)
         .args([

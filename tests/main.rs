@@ -18,5 +18,6 @@ mod sandbox;
 mod shell;
 mod skills;
 mod startup;
+mod supply_chain;
 mod terminal;
 mod workers;

@@ -71,8 +71,11 @@ pub enum Command {
         /// The component.
         file: PathBuf,
         /// Machine-readable output.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "policy")]
         json: bool,
+        /// Print its least-privilege declaration (path, sha256 pin, grant:) for a config.
+        #[arg(long)]
+        policy: bool,
     },
     /// Print the system-prompt text the enabled sets contribute.
     Prompt,
@@ -136,10 +139,12 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
             model_root.display()
         )));
     }
-    if let Command::Inspect { file, json } = &cli.command {
+    if let Command::Inspect { file, json, policy } = &cli.command {
         let config = Config::discover(cli.config.as_deref()).ok();
         let report = crate::inspect::inspect(&engine, file, config.as_ref()).map_err(UsageError)?;
-        if *json {
+        if *policy {
+            print!("{}", crate::inspect::policy(&report).map_err(UsageError)?);
+        } else if *json {
             println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
         } else {
             print!("{}", crate::inspect::render(&report));

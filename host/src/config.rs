@@ -209,6 +209,9 @@ pub struct ToolsetDecl {
     pub path: PathBuf,
     /// Explicit grants; `None` means the defaults (read, session).
     pub grant: Option<Vec<Capability>>,
+    /// `sha256:`: the digest the file must have (lowercase hex), checked
+    /// before the component is used.
+    pub sha256: Option<String>,
     /// Per-call limits.
     pub limits: Limits,
 }
@@ -510,7 +513,7 @@ impl<'de> Deserialize<'de> for DeclFile {
         impl<'de> serde::de::Visitor<'de> for Decl {
             type Value = DeclFile;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a path or a mapping (path, grant, limits)")
+                f.write_str("a path or a mapping (path, sha256, grant, limits)")
             }
             fn visit_str<E: serde::de::Error>(self, path: &str) -> Result<DeclFile, E> {
                 Ok(DeclFile::Path(path.to_string()))
@@ -529,6 +532,7 @@ impl<'de> Deserialize<'de> for DeclFile {
 struct DeclBody {
     path: Option<String>,
     grant: Option<Vec<Capability>>,
+    sha256: Option<String>,
     limits: Option<LimitsFile>,
 }
 
@@ -548,6 +552,7 @@ impl DeclFile {
                 return Ok(ToolsetDecl {
                     path: base.join(path),
                     grant: None,
+                    sha256: None,
                     limits: Limits::default(),
                 });
             }
@@ -558,12 +563,24 @@ impl DeclFile {
             Some(limits) => limits.checked().context("limits")?,
             None => Limits::default(),
         };
+        let sha256 = body.sha256.map(|pin| pin_digest(&pin)).transpose()?;
         Ok(ToolsetDecl {
             path: base.join(path),
             grant: body.grant,
+            sha256,
             limits,
         })
     }
+}
+
+/// A `sha256:` pin as 64 lowercase hex digits (`sha256:` in front and
+/// capitals accepted, as `inspect` and registries print digests).
+fn pin_digest(pin: &str) -> Result<String> {
+    let hex = pin.strip_prefix("sha256:").unwrap_or(pin).to_ascii_lowercase();
+    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        bail!("sha256 must be 64 hexadecimal digits (as `iota-host inspect` prints), got {pin:?}");
+    }
+    Ok(hex)
 }
 
 impl LimitsFile {
@@ -811,7 +828,7 @@ mod tests {
         let e = err("toolsets:\n  jq: { grant: [ui] }\n");
         assert!(e.contains("toolsets: jq: path is required"), "{e}");
         let e = err("toolsets:\n  jq: [a, b]\n");
-        assert!(e.contains("a path or a mapping (path, grant, limits)"), "{e}");
+        assert!(e.contains("a path or a mapping (path, sha256, grant, limits)"), "{e}");
         // model, instructions, …: iota's keys, not refused; order kept.
         let config = parse(
             "agents:\n  z:\n    model: m\n    mode: bot\n    tools:\n      shell:\n      code: {x: 1}\n  a: {}\n",

@@ -176,3 +176,67 @@ pub fn render(report: &serde_json::Value) -> String {
     }
     out
 }
+
+/// `inspect --policy`: the least-privilege declaration of the component,
+/// ready to paste into a config — its absolute path, its sha256 pin, and
+/// `grant:` exactly what its imports ask for beyond every toolset's defaults
+/// (read, session). Refused for a file that is not a toolset or that imports
+/// what iota-host never provides: no declaration could load it.
+pub fn policy(report: &serde_json::Value) -> Result<String> {
+    let file = report["file"].as_str().unwrap_or_default();
+    if let Some(forbidden) = report["forbidden_imports"].as_array().filter(|f| !f.is_empty()) {
+        let names: Vec<&str> = forbidden.iter().filter_map(|n| n.as_str()).collect();
+        anyhow::bail!(
+            "{file} imports what iota-host never provides ({}): no declaration can load it",
+            names.join(", ")
+        );
+    }
+    if report["package"].is_null() {
+        anyhow::bail!("{file} does not export iota:toolset/toolset: it is not a toolset");
+    }
+    let path = std::fs::canonicalize(file).with_context(|| format!("cannot resolve {file}"))?;
+    let name: String = path
+        .file_stem()
+        .map(|stem| stem.to_string_lossy())
+        .unwrap_or_default()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let defaults = crate::agent::default_grants();
+    let asked: Vec<&str> = report["capabilities"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["name"].as_str())
+        .collect();
+    let grant: Vec<&str> = asked
+        .iter()
+        .copied()
+        .filter(|word| Capability::parse(word).is_some_and(|c| !defaults.contains(&c)))
+        .collect();
+    let declaration = json!({ "toolsets": { name: {
+        "path": path.display().to_string(),
+        "sha256": report["sha256"],
+        "grant": grant,
+    }}});
+    let yaml = serde_yaml::to_string(&declaration).context("cannot write the declaration")?;
+    let write = if asked.contains(&Capability::FsRead.word()) {
+        "\n# write has no import of its own (it is the read preopen's permission): add it only if\n# its tools should change files."
+    } else {
+        ""
+    };
+    let asked = if asked.is_empty() {
+        "nothing".to_string()
+    } else {
+        asked.join(", ")
+    };
+    Ok(format!(
+        "# Least privilege for {file}\n# Its imports ask for {asked}; read and session are every toolset's defaults, so\n# grant: lists only the rest. sha256 pins these very bytes.{write}\n{yaml}"
+    ))
+}

@@ -399,12 +399,12 @@ impl HostSession {
                 args: args.to_string(),
             })
             .collect();
-        let concurrent = calls
+        let all_parallel = calls
             .iter()
             .all(|call| self.tools.may_run_in_parallel(&self.session, call));
-        let _rule = RoundRule::enter(&self.round_rule, concurrent);
+        let _rule = RoundRule::enter(&self.round_rule, all_parallel);
         self.tools
-            .round(&self.session, &self.ui, &calls)
+            .round(&self.session, &self.ui, &calls, all_parallel)
             .into_iter()
             .map(CallResult::from)
             .collect()

@@ -105,9 +105,11 @@ impl AgentTools {
 
     /// Runs a round: concurrently when every call may run in parallel and
     /// none needs asking, otherwise one after another (each gated just before
-    /// it runs). Outcomes are in call order either way.
-    pub fn round(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, calls: &[Call]) -> Vec<Outcome> {
-        let concurrent = calls.len() > 1 && calls.iter().all(|c| self.may_run_in_parallel(session, c));
+    /// it runs). Outcomes are in call order either way. `all_parallel` is
+    /// the caller's [`Self::may_run_in_parallel`] of every call, decided once
+    /// where it also takes its place under the round rule.
+    pub fn round(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, calls: &[Call], all_parallel: bool) -> Vec<Outcome> {
+        let concurrent = calls.len() > 1 && all_parallel;
         if !concurrent {
             return calls.iter().map(|c| self.call(session, ui, c)).collect();
         }

@@ -171,15 +171,7 @@ fn load_set(
     let (wasm, grants, limits, read_dirs): Source = if let Some(decl) = config.toolsets.get(name) {
         let wasm = std::fs::read(&decl.path)
             .with_context(|| format!("toolset {name:?}: cannot read {}", decl.path.display()))?;
-        if let Some(pinned) = &decl.sha256 {
-            let actual = crate::engine::sha256_hex(&wasm);
-            if &actual != pinned {
-                bail!(
-                    "toolset {name:?}: refused: {} has sha256 {actual}, but the config pins sha256 {pinned}; the file is not the one that was pinned (inspect it again, and update sha256: only if you trust it)",
-                    decl.path.display()
-                );
-            }
-        }
+        crate::provenance::check(name, decl, &wasm)?;
         let mut grants = default_grants();
         grants.extend(decl.grant.iter().flatten().copied());
         (wasm.into(), grants, decl.limits, Vec::new())

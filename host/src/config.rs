@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::builtin_sets::{BUILTIN_SETS, builtin_set};
+use crate::provenance::{Identity, SignaturePolicy, Signer};
 
 /// The config used when no file is named or found.
 pub const EMBEDDED_DEFAULT: &str = include_str!("default-config.yaml");
@@ -212,6 +213,9 @@ pub struct ToolsetDecl {
     /// `sha256:`: the digest the file must have (lowercase hex), checked
     /// before the component is used.
     pub sha256: Option<String>,
+    /// `signature:`: who must have signed the file, checked before the
+    /// component is used (provenance.rs).
+    pub signature: Option<SignaturePolicy>,
     /// Per-call limits.
     pub limits: Limits,
 }
@@ -502,7 +506,7 @@ impl AgentFile {
 #[derive(Debug)]
 enum DeclFile {
     Path(String),
-    Full(DeclBody),
+    Full(Box<DeclBody>),
 }
 
 impl<'de> Deserialize<'de> for DeclFile {
@@ -513,27 +517,79 @@ impl<'de> Deserialize<'de> for DeclFile {
         impl<'de> serde::de::Visitor<'de> for Decl {
             type Value = DeclFile;
             fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a path or a mapping (path, sha256, grant, limits)")
+                f.write_str("a path or a mapping (path, sha256, signature, grant, limits)")
             }
             fn visit_str<E: serde::de::Error>(self, path: &str) -> Result<DeclFile, E> {
                 Ok(DeclFile::Path(path.to_string()))
             }
             fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<DeclFile, A::Error> {
-                DeclBody::deserialize(serde::de::value::MapAccessDeserializer::new(map)).map(DeclFile::Full)
+                DeclBody::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(|body| DeclFile::Full(Box::new(body)))
             }
         }
         deserializer.deserialize_any(Decl)
     }
 }
 
-/// `toolsets: NAME: {path, grant, limits}`.
+/// `toolsets: NAME: {path, sha256, signature, grant, limits}`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct DeclBody {
     path: Option<String>,
     grant: Option<Vec<Capability>>,
     sha256: Option<String>,
+    signature: Option<SignatureFile>,
     limits: Option<LimitsFile>,
+}
+
+/// `signature: {key | issuer + identity | issuer + identity_pattern, bundle, trusted_root}`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SignatureFile {
+    key: Option<String>,
+    issuer: Option<String>,
+    identity: Option<String>,
+    identity_pattern: Option<String>,
+    bundle: Option<String>,
+    trusted_root: Option<String>,
+}
+
+impl SignatureFile {
+    /// The policy, with its files against `base`: exactly one kind of signer.
+    fn checked(self, base: &Path) -> Result<SignaturePolicy> {
+        let signer = match (self.key, self.issuer, self.identity, self.identity_pattern) {
+            (Some(key), None, None, None) => Signer::Key(base.join(key)),
+            (None, Some(issuer), Some(identity), None) => Signer::Keyless {
+                issuer,
+                identity: Identity::Exact(identity),
+            },
+            (None, Some(issuer), None, Some(pattern)) => Signer::Keyless {
+                issuer,
+                identity: Identity::Pattern(
+                    regex::Regex::new(&format!("^(?:{pattern})$"))
+                        .with_context(|| format!("identity_pattern {pattern:?} is not a regular expression"))?,
+                ),
+            },
+            (Some(_), ..) => {
+                bail!("key: names the signer alone; it cannot be combined with issuer, identity or identity_pattern")
+            }
+            (None, None, None, None) => bail!(
+                "name the signer: key: (a cosign public key file), or issuer: with identity: or identity_pattern: (keyless)"
+            ),
+            (None, None, ..) => {
+                bail!("identity: and identity_pattern: need issuer: (the OIDC issuer that vouched for it)")
+            }
+            (None, Some(_), None, None) => {
+                bail!("issuer: needs identity: or identity_pattern: (whose signature is required)")
+            }
+            (None, Some(_), Some(_), Some(_)) => bail!("identity: and identity_pattern: exclude each other"),
+        };
+        Ok(SignaturePolicy {
+            signer,
+            bundle: self.bundle.map(|bundle| base.join(bundle)),
+            trusted_root: self.trusted_root.map(|root| base.join(root)),
+        })
+    }
 }
 
 /// `limits: {timeout, memory, output}` in seconds, MiB and KiB.
@@ -553,10 +609,11 @@ impl DeclFile {
                     path: base.join(path),
                     grant: None,
                     sha256: None,
+                    signature: None,
                     limits: Limits::default(),
                 });
             }
-            DeclFile::Full(body) => body,
+            DeclFile::Full(body) => *body,
         };
         let path = body.path.context("path is required")?;
         let limits = match body.limits {
@@ -564,10 +621,16 @@ impl DeclFile {
             None => Limits::default(),
         };
         let sha256 = body.sha256.map(|pin| pin_digest(&pin)).transpose()?;
+        let signature = body
+            .signature
+            .map(|file| file.checked(base))
+            .transpose()
+            .context("signature")?;
         Ok(ToolsetDecl {
             path: base.join(path),
             grant: body.grant,
             sha256,
+            signature,
             limits,
         })
     }
@@ -828,7 +891,10 @@ mod tests {
         let e = err("toolsets:\n  jq: { grant: [ui] }\n");
         assert!(e.contains("toolsets: jq: path is required"), "{e}");
         let e = err("toolsets:\n  jq: [a, b]\n");
-        assert!(e.contains("a path or a mapping (path, sha256, grant, limits)"), "{e}");
+        assert!(
+            e.contains("a path or a mapping (path, sha256, signature, grant, limits)"),
+            "{e}"
+        );
         // model, instructions, …: iota's keys, not refused; order kept.
         let config = parse(
             "agents:\n  z:\n    model: m\n    mode: bot\n    tools:\n      shell:\n      code: {x: 1}\n  a: {}\n",

@@ -38,6 +38,7 @@ mod inspect;
 mod mcp;
 #[cfg(feature = "cli")]
 mod present;
+mod provenance;
 mod round;
 mod secret;
 mod session;

@@ -14,6 +14,7 @@ mod iota_exception;
 mod jail;
 mod limits;
 mod mcp;
+mod registry;
 mod sandbox;
 mod shell;
 mod skills;

@@ -149,7 +149,7 @@ fn a_pin_that_is_not_a_sha256_digest_is_a_config_error() {
 /// Signs like `cosign sign-blob --key … --bundle`, with keys the test makes
 /// and a transparency log of its own: the log's key goes into a trusted root
 /// the config names, so nothing here depends on the public Sigstore services.
-mod signing {
+pub mod signing {
     use base64::Engine as _;
     use base64::engine::general_purpose::STANDARD as B64;
     use sha2::{Digest as _, Sha256};

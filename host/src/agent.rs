@@ -4,9 +4,10 @@
 
 use crate::builtin_sets::{BUILTIN_SETS, Enabling, Runs, builtin_set};
 use crate::caps::ui::Ui;
-use crate::config::{Agent, Capability, Config, SetValue};
+use crate::config::{Agent, Capability, Config, SetValue, Source};
 use crate::embedded;
 use crate::engine::Engine;
+use crate::registry::Store;
 use crate::shell::ShellToolset;
 use crate::shell::config::ShellConfig;
 use crate::toolset::{ToolSpec, Toolset};
@@ -162,16 +163,28 @@ fn load_set(
     root: &Path,
     ui: &Arc<dyn Ui>,
 ) -> Result<Result<Arc<dyn Toolset>, String>> {
-    type Source = (
+    type Loaded = (
         std::borrow::Cow<'static, [u8]>,
         BTreeSet<Capability>,
         crate::config::Limits,
         Vec<PathBuf>,
     );
-    let (wasm, grants, limits, read_dirs): Source = if let Some(decl) = config.toolsets.get(name) {
-        let wasm = std::fs::read(&decl.path)
-            .with_context(|| format!("toolset {name:?}: cannot read {}", decl.path.display()))?;
-        crate::provenance::check(name, decl, &wasm)?;
+    let (wasm, grants, limits, read_dirs): Loaded = if let Some(decl) = config.toolsets.get(name) {
+        let wasm = match &decl.source {
+            Source::File(path) => {
+                let wasm =
+                    std::fs::read(path).with_context(|| format!("toolset {name:?}: cannot read {}", path.display()))?;
+                crate::provenance::check(name, decl, path, None, &wasm)?;
+                wasm
+            }
+            Source::Registry(reference) => {
+                let store = Store::of(engine).with_context(|| format!("toolset {name:?}"))?;
+                let found = crate::registry::locate(reference, &config.lock, &store)
+                    .with_context(|| format!("toolset {name:?}"))?;
+                crate::provenance::check(name, decl, &found.file, found.bundle.as_deref(), &found.wasm)?;
+                found.wasm
+            }
+        };
         let mut grants = default_grants();
         grants.extend(decl.grant.iter().flatten().copied());
         (wasm.into(), grants, decl.limits, Vec::new())

@@ -79,6 +79,23 @@ pub enum Command {
     },
     /// Print the system-prompt text the enabled sets contribute.
     Prompt,
+    /// Fetch oci:// toolsets into the local store and record their digests in the lock beside the config.
+    Pull {
+        /// Re-resolve tags, show what changed (digests, what the new version asks for) and follow them.
+        #[arg(long)]
+        update: bool,
+        /// REGISTRY/REPOSITORY:TAG or @sha256:DIGEST [default: every oci:// toolset of the config].
+        #[arg(value_name = "REF")]
+        references: Vec<String>,
+    },
+    /// Push a component (and FILE.sigstore.json, if beside it) to a registry as a Wasm OCI artifact.
+    Push {
+        /// The component.
+        file: PathBuf,
+        /// REGISTRY/REPOSITORY:TAG.
+        #[arg(value_name = "REF")]
+        reference: String,
+    },
     /// Serve the agent's tools over MCP on stdio (the main long-running job).
     Serve,
 }
@@ -138,6 +155,45 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
             "inspect reads only files inside {} here: a command line a model wrote (the shell tool's iota exception) may not read files outside its project",
             model_root.display()
         )));
+    }
+    if let Some(model_root) = &model_root
+        && matches!(cli.command, Command::Pull { .. } | Command::Push { .. })
+    {
+        return Err(UsageError(anyhow::anyhow!(
+            "pull and push are refused here: a command line a model wrote (the shell tool's iota exception, project {}) may not change which components the host runs, nor publish any",
+            model_root.display()
+        )));
+    }
+    if let Command::Push { file, reference } = &cli.command {
+        print!(
+            "{}",
+            crate::registry::client::push(&engine, file, reference).map_err(UsageError)?
+        );
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Command::Pull { update, references } = &cli.command {
+        let config = Config::discover(cli.config.as_deref()).map_err(UsageError)?;
+        let references = if references.is_empty() {
+            crate::registry::client::references(&config)
+                .into_iter()
+                .map(|(_, reference)| reference)
+                .collect()
+        } else {
+            references.clone()
+        };
+        if references.is_empty() {
+            return Err(UsageError(anyhow::anyhow!(
+                "nothing to pull: config {} declares no oci:// toolset; name a REF",
+                config.origin
+            )));
+        }
+        let (said, warnings) =
+            crate::registry::client::pull(&engine, &config.lock, &references, *update).map_err(UsageError)?;
+        for warning in warnings {
+            eprintln!("iota-host: warning: {warning}");
+        }
+        print!("{said}");
+        return Ok(ExitCode::SUCCESS);
     }
     if let Command::Inspect { file, json, policy } = &cli.command {
         let config = Config::discover(cli.config.as_deref()).ok();
@@ -225,7 +281,7 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
             host.serve_mcp(client_asks).map_err(UsageError)?;
             Ok(ExitCode::SUCCESS)
         }
-        Command::Inspect { .. } => unreachable!("handled above"),
+        Command::Inspect { .. } | Command::Pull { .. } | Command::Push { .. } => unreachable!("handled above"),
     }
 }
 

@@ -39,6 +39,9 @@ pub struct Config {
     pub agents: Vec<Agent>,
     /// Declared Wasm toolsets by name.
     pub toolsets: BTreeMap<String, ToolsetDecl>,
+    /// The lock of registry toolsets' digests: `iota-host.lock` beside the
+    /// config file (registry.rs).
+    pub lock: PathBuf,
     /// `audit:`: where to append one JSON line per call.
     pub audit: Option<PathBuf>,
     /// `trusted_projects:`: project directories whose own config is believed
@@ -206,8 +209,8 @@ impl Default for Limits {
 /// An entry under `toolsets:`.
 #[derive(Debug, Clone)]
 pub struct ToolsetDecl {
-    /// The `.wasm` file, absolute (relative paths are against the config file).
-    pub path: PathBuf,
+    /// Where the component comes from.
+    pub source: Source,
     /// Explicit grants; `None` means the defaults (read, session).
     pub grant: Option<Vec<Capability>>,
     /// `sha256:`: the digest the file must have (lowercase hex), checked
@@ -218,6 +221,45 @@ pub struct ToolsetDecl {
     pub signature: Option<SignaturePolicy>,
     /// Per-call limits.
     pub limits: Limits,
+}
+
+/// Where a declared component comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Source {
+    /// A `.wasm` file, absolute (relative paths are against the config file).
+    File(PathBuf),
+    /// `oci://REGISTRY/REPOSITORY:TAG` or `…@sha256:…`, without the scheme:
+    /// loaded from the local store at the digest the lock holds (registry.rs).
+    Registry(String),
+}
+
+impl Source {
+    /// A `path:` value: a registry reference after `oci://`, else a file against `base`.
+    fn parse(path: &str, base: &Path) -> Result<Source> {
+        match path.strip_prefix("oci://") {
+            Some(reference) => {
+                let (name, _) = reference.split_once('@').unwrap_or((reference, ""));
+                let has_tag_or_digest =
+                    reference.contains('@') || name.rsplit('/').next().is_some_and(|last| last.contains(':'));
+                if !reference.contains('/') || !has_tag_or_digest {
+                    bail!(
+                        "{path:?} is not a registry reference: write oci://REGISTRY/REPOSITORY:TAG or oci://REGISTRY/REPOSITORY@sha256:DIGEST"
+                    );
+                }
+                Ok(Source::Registry(reference.to_string()))
+            }
+            None => Ok(Source::File(base.join(path))),
+        }
+    }
+}
+
+impl std::fmt::Display for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Source::File(path) => write!(f, "{}", path.display()),
+            Source::Registry(reference) => write!(f, "oci://{reference}"),
+        }
+    }
 }
 
 /// What the config says about one set of an agent.
@@ -339,6 +381,7 @@ impl Config {
                 .map(|(name, agent)| agent.unwrap_or_default().into_agent(name))
                 .collect(),
             toolsets,
+            lock: base.join(crate::registry::LOCK_FILE),
             audit: file.audit.map(|path| base.join(path)),
             trusted_projects: file
                 .trusted_projects
@@ -606,7 +649,7 @@ impl DeclFile {
         let body = match self {
             DeclFile::Path(path) => {
                 return Ok(ToolsetDecl {
-                    path: base.join(path),
+                    source: Source::parse(&path, base)?,
                     grant: None,
                     sha256: None,
                     signature: None,
@@ -627,7 +670,7 @@ impl DeclFile {
             .transpose()
             .context("signature")?;
         Ok(ToolsetDecl {
-            path: base.join(path),
+            source: Source::parse(&path, base)?,
             grant: body.grant,
             sha256,
             signature,
@@ -864,7 +907,25 @@ mod tests {
         )
         .unwrap();
         let jq = &config.toolsets["jq"];
-        assert_eq!(jq.path, Path::new("/cfg/jq.wasm"));
+        assert_eq!(jq.source, Source::File(PathBuf::from("/cfg/jq.wasm")));
+        for (path, source) in [
+            ("oci://ghcr.io/acme/jq:1.0", Some("ghcr.io/acme/jq:1.0")),
+            ("oci://127.0.0.1:5000/jq@sha256:ab", Some("127.0.0.1:5000/jq@sha256:ab")),
+            ("oci://ghcr.io/acme/jq", None),
+            ("oci://jq:1.0", None),
+        ] {
+            let parsed = parse(&format!("toolsets:\n  jq: {path}\n"));
+            match source {
+                Some(reference) => assert_eq!(
+                    parsed.unwrap().toolsets["jq"].source,
+                    Source::Registry(reference.into())
+                ),
+                None => assert!(
+                    format!("{:#}", parsed.unwrap_err()).contains("is not a registry reference"),
+                    "{path}"
+                ),
+            }
+        }
         assert_eq!(jq.grant, Some(vec![Capability::Process]));
         assert_eq!(
             jq.limits,

@@ -2,7 +2,7 @@
 //! so a cautious user can audit a toolset before enabling it.
 
 use crate::caps::{self, Import};
-use crate::config::{Capability, Config};
+use crate::config::{Capability, Config, Source};
 use crate::engine::{Engine, sha256_hex};
 use crate::toolset::Toolset;
 use crate::wasm_toolset::{LoadError, LoadOptions, WasmToolset};
@@ -88,10 +88,10 @@ pub fn inspect(engine: &Engine, path: &Path, config: Option<&Config>) -> Result<
 /// Whether the config declares this file and grants what it asks for.
 fn grant_status(config: &Config, path: &Path, requested: &BTreeSet<Capability>) -> Option<serde_json::Value> {
     let canonical = std::fs::canonicalize(path).ok()?;
-    let (name, decl) = config
-        .toolsets
-        .iter()
-        .find(|(_, d)| std::fs::canonicalize(&d.path).ok().as_ref() == Some(&canonical))?;
+    let (name, decl) = config.toolsets.iter().find(|(_, d)| match &d.source {
+        Source::File(path) => std::fs::canonicalize(path).ok().as_ref() == Some(&canonical),
+        Source::Registry(_) => false,
+    })?;
     let mut granted = crate::agent::default_grants();
     granted.extend(decl.grant.iter().flatten().copied());
     let missing: Vec<&str> = requested.difference(&granted).map(|c| c.word()).collect();

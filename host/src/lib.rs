@@ -39,6 +39,7 @@ mod mcp;
 #[cfg(feature = "cli")]
 mod present;
 mod provenance;
+mod registry;
 mod round;
 mod secret;
 mod session;

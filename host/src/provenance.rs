@@ -76,10 +76,15 @@ impl SignaturePolicy {
     }
 }
 
-/// Refuses `wasm` (read from `decl.path`) unless it has the pinned digest and
-/// the required signature. The error is the whole refusal, naming the set.
-pub fn check(name: &str, decl: &ToolsetDecl, wasm: &[u8]) -> Result<()> {
-    let path = decl.path.display();
+/// Refuses `wasm` (read from `file`) unless it has the pinned digest and the
+/// required signature; `fetched_bundle` is the bundle pulled with a registry
+/// component, used where the policy names none. The error is the whole
+/// refusal, naming the set.
+pub fn check(name: &str, decl: &ToolsetDecl, file: &Path, fetched_bundle: Option<&Path>, wasm: &[u8]) -> Result<()> {
+    let path = match &decl.source {
+        crate::config::Source::File(path) => path.display().to_string(),
+        registry => format!("{registry} (stored as {})", file.display()),
+    };
     if let Some(pinned) = &decl.sha256 {
         let actual = crate::engine::sha256_hex(wasm);
         if &actual != pinned {
@@ -88,10 +93,14 @@ pub fn check(name: &str, decl: &ToolsetDecl, wasm: &[u8]) -> Result<()> {
             );
         }
     }
-    if let Some(policy) = &decl.signature
-        && let Err(Refusal { check, why }) = verify(policy, &decl.path, wasm)
-    {
-        bail!("toolset {name:?}: refused ({check}): {why}");
+    if let Some(policy) = &decl.signature {
+        let mut policy = policy.clone();
+        if policy.bundle.is_none() {
+            policy.bundle = fetched_bundle.map(Path::to_path_buf);
+        }
+        if let Err(Refusal { check, why }) = verify(&policy, file, wasm) {
+            bail!("toolset {name:?}: refused ({check}): {why}");
+        }
     }
     Ok(())
 }

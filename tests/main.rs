@@ -21,4 +21,5 @@ mod skills;
 mod startup;
 mod supply_chain;
 mod terminal;
+mod warm_tree;
 mod workers;

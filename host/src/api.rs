@@ -361,7 +361,7 @@ pub struct JobInfo {
 /// question) run side by side, every other call runs alone.
 pub struct HostSession {
     tools: Arc<AgentTools>,
-    session: Arc<Session>,
+    pub(crate) session: Arc<Session>,
     ui: Arc<dyn Ui>,
     /// The round rule across concurrent calls: shared by parallel calls,
     /// held alone by every other.

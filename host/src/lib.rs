@@ -59,6 +59,7 @@ pub fn cli_main() -> std::process::ExitCode {
 /// and the engine's bounds. Not an API: no stability promise.
 #[doc(hidden)]
 pub mod internals {
+    pub use crate::caps::fs::{MAX_WARM_ENTRIES, WarmStats};
     pub use crate::config::EMBEDDED_DEFAULT;
     pub use crate::engine::{KEEP_COMPILED, KEEP_DESCRIBED, POOLED_INSTANCES};
     pub use crate::session::Session;
@@ -67,4 +68,9 @@ pub mod internals {
     pub use crate::shell::sandbox::{PROTECTED_AT_ROOT, Policy, bwrap_args, find_on_path, probe};
     pub use crate::shell::seccomp::filter_fds;
     pub use crate::toolset::Toolset;
+
+    /// What `session`'s warm tree holds and has served.
+    pub fn warm_tree(session: &crate::HostSession) -> WarmStats {
+        session.session.warm_tree().stats()
+    }
 }

@@ -84,6 +84,11 @@ impl AgentTools {
             },
             _ => set.invoke(session, ui, &call.tool, &call.args, decision.asked()),
         };
+        // A call that may have written (a writer, any shell command): the
+        // session's warm tree starts again rather than trusting inotify alone.
+        if !spec.read_only || set.name() == crate::shell::NAME {
+            session.warm_tree().clear();
+        }
         Outcome {
             tool: call.tool.clone(),
             set: Some(set.name().to_string()),

@@ -21,6 +21,7 @@ pub struct Session {
     foreground: Mutex<Vec<std::sync::Weak<Running>>>,
     sandboxed: Mutex<Vec<std::sync::Weak<Running>>>,
     cancellations: AtomicU64,
+    warm_tree: crate::caps::fs::WarmTree,
 }
 
 /// The session's sandboxed processes, stopped until this is dropped
@@ -66,6 +67,7 @@ impl Default for Session {
             foreground: Mutex::default(),
             sandboxed: Mutex::default(),
             cancellations: AtomicU64::new(0),
+            warm_tree: crate::caps::fs::WarmTree::default(),
         }
     }
 }
@@ -87,6 +89,12 @@ impl Session {
     /// A new, empty session.
     pub fn new() -> Session {
         Session::default()
+    }
+
+    /// The directory listings this session's searches have read, kept true
+    /// while it lasts (`caps/fs/warm.rs`).
+    pub fn warm_tree(&self) -> &crate::caps::fs::WarmTree {
+        &self.warm_tree
     }
 
     /// The session's background jobs and their notices.

@@ -289,6 +289,11 @@ impl LibraryHost {
         }
     }
 
+    /// What the session's warm tree holds and has served.
+    pub fn warm_tree(&self) -> iota_host::internals::WarmStats {
+        iota_host::internals::warm_tree(&self.session)
+    }
+
     pub fn call(&self, tool: &str, args: Value) -> Result {
         let result = self.session.call(tool, args);
         Result {

@@ -17,6 +17,9 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
+mod warm;
+pub use warm::{MAX_ENTRIES as MAX_WARM_ENTRIES, WarmStats, WarmTree};
+
 /// Data one `read-files` answer carries at most (beyond its first file).
 pub const BULK_BUDGET: u64 = 256 << 10;
 
@@ -183,34 +186,45 @@ impl Host for CallState {
     }
 
     fn list_dir(&mut self, path: String) -> Result<Vec<Entry>, String> {
-        let (root, relative) = beneath(&self.files.roots, Path::new(&path)).ok_or("outside the project root")?;
+        let dir = Path::new(&path);
+        let (root, relative) = beneath(&self.files.roots, dir).ok_or("outside the project root")?;
         let relative = if relative.as_os_str().is_empty() {
             Path::new(".")
         } else {
             relative
         };
-        let entries = cap_primitives::fs::read_dir(&root.dir, relative).map_err(|e| e.to_string())?;
-        let listed: Vec<Entry> = entries
-            .filter_map(Result::ok)
-            .take(MAX_DIR_ENTRIES + 1)
-            .map(|entry| {
-                let kind = match entry.file_type() {
-                    Ok(t) if t.is_symlink() => Kind::Symlink,
-                    Ok(t) if t.is_dir() => Kind::Directory,
-                    Ok(t) if t.is_file() => Kind::File,
-                    _ => Kind::Other,
-                };
-                Entry {
-                    name: entry.file_name().to_string_lossy().into_owned(),
-                    kind,
-                }
-            })
-            .collect();
-        if listed.len() > MAX_DIR_ENTRIES {
-            return Err(format!("more than {MAX_DIR_ENTRIES} entries"));
-        }
-        Ok(listed)
+        self.session.warm_tree().list(
+            root,
+            dir,
+            || cap_primitives::fs::open_dir(&root.dir, relative).map_err(|e| e.to_string()),
+            list_opened,
+        )
     }
+}
+
+/// The entries of an opened directory, as `list-dir` answers them.
+fn list_opened(dir: &std::fs::File) -> Result<Vec<Entry>, String> {
+    let entries = cap_primitives::fs::read_base_dir(dir).map_err(|e| e.to_string())?;
+    let listed: Vec<Entry> = entries
+        .filter_map(Result::ok)
+        .take(MAX_DIR_ENTRIES + 1)
+        .map(|entry| {
+            let kind = match entry.file_type() {
+                Ok(t) if t.is_symlink() => Kind::Symlink,
+                Ok(t) if t.is_dir() => Kind::Directory,
+                Ok(t) if t.is_file() => Kind::File,
+                _ => Kind::Other,
+            };
+            Entry {
+                name: entry.file_name().to_string_lossy().into_owned(),
+                kind,
+            }
+        })
+        .collect();
+    if listed.len() > MAX_DIR_ENTRIES {
+        return Err(format!("more than {MAX_DIR_ENTRIES} entries"));
+    }
+    Ok(listed)
 }
 
 /// One answer of `read-files` or `read-files-containing`: a prefix of

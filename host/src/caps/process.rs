@@ -11,6 +11,9 @@ use std::time::Duration;
 impl Host for CallState {
     fn run(&mut self, cmd: Command) -> wasmtime::Result<Result<Output, String>> {
         let ran = self.run_command(cmd);
+        // A command may have written anywhere it can: nothing the session
+        // kept of the tree is taken on trust afterwards.
+        self.session.warm_tree().clear();
         // The command's approval was left for a retry of the call: nothing
         // after it may run on the refusal it got.
         if self.ui.suspended() {

@@ -1,0 +1,278 @@
+//! The session-warm tree (`host/src/caps/fs/warm.rs`): a session's grep and
+//! glob answer from the directory listings it already read, kept true by
+//! inotify. Every warm answer is compared with a fresh session's (which
+//! reads the tree anew) after each kind of change, made between calls and
+//! while calls run; no answer ever names anything outside the root.
+
+use crate::support::{self, LibraryHost, Project};
+use serde_json::{Value, json};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// A name only files outside the root carry: it must never appear.
+const OUTSIDE: &str = "OUTSIDE_ONLY";
+
+/// The searches compared: the whole tree, one extension, below a
+/// subdirectory, a literal, a case-folded literal, a regex.
+fn queries() -> Vec<(&'static str, Value)> {
+    vec![
+        ("glob", json!({"pattern": "**/*"})),
+        ("glob", json!({"pattern": "**/*.rs"})),
+        ("glob", json!({"pattern": "**/*", "path": "deep"})),
+        ("glob", json!({"pattern": "*", "path": "deep/x/y"})),
+        ("glob", json!({"pattern": "**/*", "path": "link"})),
+        ("grep", json!({"pattern": "needle"})),
+        ("grep", json!({"pattern": "(?i)NEEDLE", "include": "*.rs"})),
+        ("grep", json!({"pattern": "nee+dle|OUTSIDE", "path": "deep"})),
+    ]
+}
+
+fn answers(host: &LibraryHost) -> Vec<String> {
+    queries()
+        .into_iter()
+        .map(|(tool, args)| {
+            let r = host.call(tool, args.clone());
+            format!("{tool} {args}: {}{}", if r.is_error { "error: " } else { "" }, r.text)
+        })
+        .collect()
+}
+
+/// The warm session answers exactly what a fresh one does, and neither
+/// names anything outside.
+fn assert_true(p: &Project, warm: &LibraryHost, after: &str) {
+    let (warm, fresh) = (answers(warm), answers(&LibraryHost::new(p)));
+    for (w, f) in warm.iter().zip(&fresh) {
+        assert_eq!(w, f, "after {after}: the warm answer differs from a fresh walk's");
+        assert!(!w.contains(OUTSIDE), "after {after}: {w}");
+    }
+}
+
+fn project() -> Project {
+    let p =
+        Project::new().config("agents:\n  default:\n    tools:\n      code:\n        auto_write: true\n      shell:\n");
+    p.write(".gitignore", "ignored/\n");
+    p.write("src/a.rs", "fn a() { needle }\n");
+    p.write("src/sub/b.rs", "fn b() { NEEDLE }\n");
+    p.write("docs/c.md", "a needle in docs\n");
+    p.write("deep/x/y/z/d.rs", "needle deep down\n");
+    p.write("deep/x/y/e.txt", "neeedle\n");
+    p.write("ignored/f.rs", "needle ignored\n");
+    // A symlink inside the root to a directory the walk never enters: a
+    // search may start there.
+    p.write("ignored/deeper/k.rs", "needle behind a link\n");
+    symlink(Path::new("ignored/deeper"), &p.path("link"));
+    std::fs::create_dir_all(p.outside().join(OUTSIDE)).unwrap();
+    std::fs::write(p.outside().join(format!("{OUTSIDE}/{OUTSIDE}.rs")), "needle OUTSIDE\n").unwrap();
+    std::fs::write(p.outside().join(format!("{OUTSIDE}.rs")), "needle OUTSIDE\n").unwrap();
+    p
+}
+
+fn symlink(target: &Path, at: &Path) {
+    std::os::unix::fs::symlink(target, at).unwrap();
+}
+
+/// One change made to the tree between two rounds of queries.
+type Change<'a> = Box<dyn Fn() + 'a>;
+
+#[test]
+fn warm_answers_equal_a_fresh_walk_after_every_kind_of_change() {
+    let p = project();
+    let warm = LibraryHost::new(&p);
+    assert_true(&p, &warm, "nothing");
+    let first = warm.warm_tree();
+    assert!(first.kept_dirs >= 8, "the walk's listings are kept: {first:?}");
+    assert_true(&p, &warm, "nothing, again");
+    let again = warm.warm_tree();
+    assert!(
+        again.hits > first.hits,
+        "the second round answers from the tree: {again:?}"
+    );
+
+    let root = p.root().to_path_buf();
+    let changes: Vec<(&str, Change)> = vec![
+        (
+            "creating a file",
+            Box::new(|| drop(p.write("src/new.rs", "needle new\n"))),
+        ),
+        (
+            "deleting a file",
+            Box::new(|| std::fs::remove_file(p.path("src/a.rs")).unwrap()),
+        ),
+        (
+            "renaming a file",
+            Box::new(|| std::fs::rename(p.path("docs/c.md"), p.path("docs/c.rs")).unwrap()),
+        ),
+        (
+            "renaming a directory and making another at its name",
+            Box::new(|| {
+                std::fs::rename(p.path("deep/x"), p.path("deep/w")).unwrap();
+                p.write("deep/x/y/other.rs", "needle other\n");
+            }),
+        ),
+        (
+            "moving a link's target away and making another at its name",
+            Box::new(|| {
+                std::fs::rename(p.path("ignored"), p.path("ignored-old")).unwrap();
+                p.write("ignored/deeper/other.rs", "needle other\n");
+            }),
+        ),
+        (
+            "renaming it back",
+            Box::new(|| {
+                std::fs::remove_dir_all(p.path("deep/x")).unwrap();
+                std::fs::rename(p.path("deep/w"), p.path("deep/x")).unwrap();
+            }),
+        ),
+        (
+            "creating a directory tree",
+            Box::new(|| drop(p.write("made/one/two/g.rs", "needle made\n"))),
+        ),
+        (
+            "deleting a directory tree",
+            Box::new(|| std::fs::remove_dir_all(p.path("made")).unwrap()),
+        ),
+        (
+            "touching a file",
+            Box::new(|| support::set_mtime(&p.path("src/sub/b.rs"), 4_000_000_000)),
+        ),
+        (
+            "changing a file's content",
+            Box::new(|| drop(p.write("docs/c.rs", "no longer\n"))),
+        ),
+        (
+            "making a directory unreadable",
+            Box::new(|| chmod(&p.path("deep/x/y/z"), 0o000)),
+        ),
+        (
+            "making it readable again",
+            Box::new(|| chmod(&p.path("deep/x/y/z"), 0o755)),
+        ),
+        (
+            "editing .gitignore",
+            Box::new(|| drop(p.write(".gitignore", "ignored/\nsrc/sub/\n"))),
+        ),
+        (
+            "swapping a file for a symlink out of the root",
+            Box::new(|| {
+                std::fs::remove_file(p.path("src/new.rs")).unwrap();
+                symlink(&p.outside().join(format!("{OUTSIDE}.rs")), &p.path("src/new.rs"));
+            }),
+        ),
+        (
+            "swapping a listed directory for a symlink out of the root",
+            Box::new(|| {
+                std::fs::rename(p.path("deep/x/y"), p.path("moved-y")).unwrap();
+                symlink(&p.outside().join(OUTSIDE), &p.path("deep/x/y"));
+            }),
+        ),
+        (
+            "swapping an ancestor for a symlink to a copy outside",
+            Box::new(|| {
+                let copy = p.outside().join("x");
+                std::fs::create_dir_all(copy.join("y")).unwrap();
+                std::fs::write(copy.join(format!("y/{OUTSIDE}.rs")), "needle OUTSIDE\n").unwrap();
+                std::fs::remove_file(p.path("deep/x/y")).unwrap();
+                std::fs::rename(p.path("deep/x"), p.path("deep-x-real")).unwrap();
+                symlink(&copy, &p.path("deep/x"));
+            }),
+        ),
+        (
+            "a relative symlink inside the root in its place",
+            Box::new(|| {
+                std::fs::remove_file(p.path("deep/x")).unwrap();
+                symlink(Path::new("../deep-x-real"), &p.path("deep/x"));
+            }),
+        ),
+        (
+            "the real directory back",
+            Box::new(|| {
+                std::fs::remove_file(p.path("deep/x")).unwrap();
+                std::fs::rename(p.path("deep-x-real"), p.path("deep/x")).unwrap();
+                std::fs::rename(p.path("moved-y"), p.path("deep/x/y")).unwrap();
+            }),
+        ),
+        (
+            "replacing the root's contents wholesale",
+            Box::new(|| {
+                std::fs::rename(p.path("deep"), root.join("old-deep")).unwrap();
+                p.write("deep/x/y/h.rs", "needle replaced\n");
+            }),
+        ),
+    ];
+    for (change, make) in &changes {
+        // Every directory the queries list is warm when the change comes.
+        answers(&warm);
+        make();
+        assert_true(&p, &warm, change);
+    }
+    assert!(warm.warm_tree().hits > again.hits);
+}
+
+#[test]
+fn the_hosts_own_writes_and_shell_commands_are_seen() {
+    let p = project();
+    let warm = LibraryHost::new(&p);
+    assert_true(&p, &warm, "nothing");
+    let r = warm.call(
+        "write_file",
+        json!({"path": "src/written.rs", "content": "needle written\n"}),
+    );
+    assert!(!r.is_error, "{}", r.text);
+    assert_true(&p, &warm, "write_file");
+    let r = warm.call(
+        "edit_file",
+        json!({"path": "src/written.rs", "old_string": "needle", "new_string": "pin"}),
+    );
+    assert!(!r.is_error, "{}", r.text);
+    assert_true(&p, &warm, "edit_file");
+    if !support::require("a working sandbox (bubblewrap)", support::sandbox_works()) {
+        return;
+    }
+    let r = warm.call(
+        "shell",
+        json!({"command": "mkdir -p src/shell/deeper && echo needle > src/shell/deeper/s.rs && rm -r deep/x/y/z && ln -s / deep/root"}),
+    );
+    assert!(!r.is_error, "{}", r.text);
+    assert_true(&p, &warm, "a shell command");
+}
+
+#[test]
+fn changes_made_while_calls_run_never_leave_a_stale_or_outside_answer() {
+    let p = project();
+    let warm = LibraryHost::new(&p);
+    let stop = AtomicBool::new(false);
+    let outside = p.outside().join(OUTSIDE);
+    std::thread::scope(|scope| {
+        scope.spawn(|| {
+            // Churn: files and directories appear and go, and a listed
+            // directory keeps turning into a symlink out of the root.
+            let mut n = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                n += 1;
+                let _ = std::fs::write(p.path(&format!("src/churn{}.rs", n % 7)), "needle churn\n");
+                let _ = std::fs::remove_file(p.path(&format!("src/churn{}.rs", (n + 3) % 7)));
+                let _ = std::fs::create_dir_all(p.path(&format!("deep/x/c{}", n % 5)));
+                let _ = std::fs::remove_dir(p.path(&format!("deep/x/c{}", (n + 2) % 5)));
+                if std::fs::rename(p.path("deep/x/y"), p.path("y-aside")).is_ok() {
+                    let _ = std::os::unix::fs::symlink(&outside, p.path("deep/x/y"));
+                    std::thread::yield_now();
+                    let _ = std::fs::remove_file(p.path("deep/x/y"));
+                    let _ = std::fs::rename(p.path("y-aside"), p.path("deep/x/y"));
+                }
+            }
+        });
+        for _ in 0..25 {
+            for answer in answers(&warm) {
+                assert!(!answer.contains(OUTSIDE), "while the tree changed: {answer}");
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+    assert_true(&p, &warm, "changes made during calls");
+    assert!(warm.warm_tree().hits > 0, "{:?}", warm.warm_tree());
+}
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}

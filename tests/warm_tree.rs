@@ -272,6 +272,78 @@ fn changes_made_while_calls_run_never_leave_a_stale_or_outside_answer() {
     assert!(warm.warm_tree().hits > 0, "{:?}", warm.warm_tree());
 }
 
+#[test]
+fn a_root_whose_parent_was_renamed_away_is_read_anew() {
+    // Nothing above a root is watched: renaming its parent and putting
+    // another directory at the same path gives the root no event.
+    let p = project();
+    let root = p.outside().join("a/proj");
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/old.rs"), "needle old\n").unwrap();
+    let warm = LibraryHost::at(&p, &root);
+    answers(&warm);
+    answers(&warm);
+    assert!(warm.warm_tree().hits > 0, "{:?}", warm.warm_tree());
+    std::fs::rename(p.outside().join("a"), p.outside().join("a-old")).unwrap();
+    std::fs::create_dir_all(root.join("src")).unwrap();
+    std::fs::write(root.join("src/new.rs"), "needle new\n").unwrap();
+    let (warm, fresh) = (answers(&warm), answers(&LibraryHost::at(&p, &root)));
+    assert_eq!(warm, fresh, "the warm answers are the new root's");
+    assert!(warm.iter().any(|a| a.contains("new.rs")), "{warm:?}");
+}
+
+#[test]
+fn names_that_only_decode_alike_are_never_taken_for_one_another() {
+    // `a\xff` (a directory, listed as `a\u{FFFD}` after lossy decoding)
+    // beside a symlink really named `a\u{FFFD}` to t/d: the listing says
+    // "directory", the open follows the link. Kept, it would go on
+    // answering t/d's old contents when t is swapped.
+    use std::os::unix::ffi::OsStrExt;
+    let p = project();
+    let undecodable = std::ffi::OsStr::from_bytes(b"a\xff");
+    std::fs::create_dir_all(p.root().join(undecodable)).unwrap();
+    std::fs::write(p.root().join(undecodable).join("real.rs"), "needle real\n").unwrap();
+    p.write("t/d/k.rs", "needle before\n");
+    symlink(Path::new("t/d"), &p.path("a\u{FFFD}"));
+    let warm = LibraryHost::new(&p);
+    assert_true(&p, &warm, "nothing");
+    answers(&warm);
+    std::fs::rename(p.path("t"), p.path("t2")).unwrap();
+    p.write("t/d/new.rs", "needle after\n");
+    assert_true(&p, &warm, "swapping the link's target");
+}
+
+#[test]
+fn a_mount_or_unmount_over_a_listed_directory_is_seen() {
+    // A mount changes a listing without any inotify event (only possible
+    // outside the sandbox, whose seccomp filter refuses mounts).
+    let p = project();
+    let warm = LibraryHost::new(&p);
+    answers(&warm);
+    answers(&warm);
+    let at = p.path("deep/x");
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "iota-warm-tree-test"])
+        .arg(&at)
+        .status();
+    if !support::require("mounting a tmpfs (root)", mounted.is_ok_and(|s| s.success())) {
+        return;
+    }
+    /// Unmounts even when an assertion fails, so the project can go.
+    struct Mounted<'a>(&'a Path);
+    impl Drop for Mounted<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    let mounted = Mounted(&at);
+    p.write("deep/x/mounted.rs", "needle on the mount\n");
+    assert_true(&p, &warm, "a mount");
+    answers(&warm);
+    drop(mounted);
+    assert_true(&p, &warm, "an unmount");
+}
+
 fn chmod(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();

@@ -275,9 +275,12 @@ pub struct LibraryHost {
 
 impl LibraryHost {
     pub fn new(project: &Project) -> LibraryHost {
-        let builder = iota_host::Host::builder()
-            .root(project.root())
-            .state_dir(Some(cache_dir()));
+        LibraryHost::at(project, project.root())
+    }
+
+    /// A session on `project`'s config with another root.
+    pub fn at(project: &Project, root: &Path) -> LibraryHost {
+        let builder = iota_host::Host::builder().root(root).state_dir(Some(cache_dir()));
         let builder = match &project.config {
             Some(path) => builder.config_file(path),
             None => builder.config_yaml(iota_host::internals::EMBEDDED_DEFAULT),

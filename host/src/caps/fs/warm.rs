@@ -8,10 +8,16 @@
 //!   kept listing names it as a directory (not a symlink), so no symlink lies
 //!   on a kept path and every ancestor is watched: a rename, a delete or a
 //!   symlink swapped in anywhere above it reaches a watch and drops it;
+//!   Its name must be exact: a name that only reads as one after lossy UTF-8
+//!   decoding (U+FFFD) could be another entry, so it is never kept;
 //! - with a watch on the very directory it was read from (the watch is added
-//!   on the opened directory through `/proc/self/fd` before it is read, and
-//!   the listing is kept only if no event for it or its parent arrived
-//!   meanwhile);
+//!   on the opened directory through `/proc/self/fd` before it is read, the
+//!   directory must be the one an earlier watch of that path saw, device
+//!   and inode, and the listing is kept only if that very watch record,
+//!   stamped from a counter that never restarts, saw no event meanwhile);
+//! - under a root that is still the same directory: each lookup compares the
+//!   call's root (opened afresh by path each call) with the one the kept
+//!   listings were read under, since nothing above a root is watched;
 //! - within a budget of entries ([`MAX_ENTRIES`]); past it, directories are
 //!   simply listed again;
 //! - on a local filesystem ([`reports_every_change`]): a network or FUSE
@@ -20,21 +26,31 @@
 //!
 //! Every lookup first reads the pending events: the kernel queues an event
 //! before the system call that caused it returns, so nothing that changed
-//! before a lookup can be answered stale. An overflowed queue drops
-//! everything; a watch that cannot be added (the user's watch limit) only
-//! means that directory is listed again each time. The host also drops the
+//! before a lookup can be answered stale. A mount or unmount (which changes
+//! listings without an inotify event; only possible outside the sandbox,
+//! whose seccomp filter refuses mounts) is seen by polling
+//! `/proc/self/mountinfo` and drops everything, as does an overflowed queue.
+//! A watch that cannot be added only means that directory is listed again
+//! each time; the tree takes at most a quarter of the user's inotify watches
+//! ([`watch_budget`]), leaving the rest to editors and file watchers.
+//! Overlay filesystems are trusted for changes made through the overlay;
+//! a change written straight into a layer beneath it (from outside a
+//! container) is not seen, as no tool that watches files sees it. The host also drops the
 //! whole tree after every call that may have written (a shell command, an
 //! approved write), so correctness never rests on inotify alone.
 //!
 //! Memory: about 40 bytes per kept entry plus its name, and one inotify watch
-//! (about 1 KiB of kernel memory) per kept directory.
+//! (about 1 KiB of kernel memory) per watched directory; each directory
+//! counts as one entry against [`MAX_ENTRIES`].
 
 use super::{Entry, FilesRoot, Kind};
+use nix::poll::{PollFd, PollFlags, PollTimeout};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use nix::sys::statfs::{self, FsType};
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -62,6 +78,11 @@ fn watch_mask() -> AddWatchFlags {
 pub struct WarmTree {
     inner: Mutex<Option<Watched>>,
     hits: AtomicU64,
+    /// Stamps for watch records: never restarts, not even at [`clear`], so
+    /// a read begun under one record is never kept under a later one.
+    ///
+    /// [`clear`]: WarmTree::clear
+    stamps: Arc<AtomicU64>,
 }
 
 impl std::fmt::Debug for WarmTree {
@@ -82,19 +103,33 @@ pub struct WarmStats {
 /// The kept directories and the inotify instance watching them.
 struct Watched {
     inotify: Inotify,
+    /// `/proc/self/mountinfo`, polled for mounts and unmounts.
+    mounts: std::fs::File,
     /// Every watched directory by its absolute path; [`BTreeMap`] so a
     /// subtree is one range.
     dirs: BTreeMap<PathBuf, Dir>,
     paths: HashMap<WatchDescriptor, PathBuf>,
+    /// The directory each root path was when its listings were read.
+    roots: HashMap<PathBuf, Identity>,
+    /// Kept entries plus watched directories, against [`MAX_ENTRIES`].
     entries: usize,
+    /// Watches this tree may hold ([`watch_budget`]).
+    max_watches: usize,
+    /// The tree's stamp counter ([`WarmTree`]'s, which outlives this).
+    stamps: Arc<AtomicU64>,
 }
 
-/// A watched directory: its watch, its listing if kept, and a count of the
-/// events it has had (a listing read across an event is not kept).
+/// A directory's device and inode.
+type Identity = (u64, u64);
+
+/// A watched directory: its watch, the directory it watches, its listing if
+/// kept, and the stamp of this record's state (taken afresh whenever an
+/// event makes the listing untrue, so a read across an event is not kept).
 struct Dir {
     wd: WatchDescriptor,
+    identity: Identity,
     listing: Option<Arc<Vec<Entry>>>,
-    events: u64,
+    stamp: u64,
 }
 
 impl WarmTree {
@@ -111,13 +146,18 @@ impl WarmTree {
         let Some(parent) = real_parent(root, dir) else {
             return read(&open()?);
         };
+        let Some(root_identity) = identity(&root.dir) else {
+            return read(&open()?);
+        };
         let mut inner = self.inner.lock().unwrap();
-        let Some(watched) = Watched::get(&mut inner) else {
+        let Some(watched) = Watched::get(&mut inner, &self.stamps) else {
             drop(inner);
             return read(&open()?);
         };
         watched.drain();
+        watched.same_root(&root.at, root_identity);
         if let Some(listing) = watched.dirs.get(dir).and_then(|d| d.listing.clone()) {
+            drop(inner);
             self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(listing.as_ref().clone());
         }
@@ -128,14 +168,14 @@ impl WarmTree {
         // Watched before it is read, through the very directory read; the
         // lock is held meanwhile so that no other call races the watch.
         let opened = open()?;
-        let before = watched.watch(dir, &opened);
+        let stamp = watched.watch(dir, &opened);
         drop(inner);
         let listing = read(&opened)?;
-        if let Some(before) = before {
+        if let Some(stamp) = stamp {
             let mut inner = self.inner.lock().unwrap();
             if let Some(watched) = inner.as_mut() {
                 watched.drain();
-                watched.keep(dir, parent.as_deref(), before, &listing);
+                watched.keep(dir, parent.as_deref(), stamp, &listing);
             }
         }
         Ok(listing)
@@ -160,18 +200,34 @@ impl WarmTree {
 }
 
 impl Watched {
-    /// The tree, started on first use; `None` where inotify is unavailable.
-    fn get(slot: &mut Option<Watched>) -> Option<&mut Watched> {
+    /// The tree, started on first use; `None` where inotify or the mount
+    /// table is unavailable.
+    fn get<'a>(slot: &'a mut Option<Watched>, stamps: &Arc<AtomicU64>) -> Option<&'a mut Watched> {
         if slot.is_none() {
             let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
+            let mounts = std::fs::File::open("/proc/self/mountinfo").ok()?;
             *slot = Some(Watched {
                 inotify,
+                mounts,
                 dirs: BTreeMap::new(),
                 paths: HashMap::new(),
+                roots: HashMap::new(),
                 entries: 0,
+                max_watches: watch_budget(),
+                stamps: stamps.clone(),
             });
         }
         slot.as_mut()
+    }
+
+    /// Forgets what was read under `at` if the root there is now another
+    /// directory (a parent of it renamed and another put in its place: no
+    /// watch of ours sees that).
+    fn same_root(&mut self, at: &Path, now: Identity) {
+        if self.roots.get(at).is_some_and(|&before| before != now) {
+            self.forget_below(at);
+        }
+        self.roots.insert(at.to_path_buf(), now);
     }
 
     /// Whether `dir`'s listing may be kept: it is a real path (see the
@@ -181,24 +237,33 @@ impl Watched {
             return false;
         }
         let Some(parent) = parent else { return true };
-        let name = dir.file_name().map(|n| n.to_string_lossy());
+        // Names are compared as the listing holds them, decoded; a name
+        // with U+FFFD may stand for another (undecodable) one.
+        let Some(name) = dir.file_name().and_then(|n| n.to_str()) else {
+            return false;
+        };
+        if name.contains(char::REPLACEMENT_CHARACTER) {
+            return false;
+        }
         self.dirs
             .get(parent)
             .and_then(|p| p.listing.as_ref())
             .is_some_and(|listing| {
                 listing
                     .iter()
-                    .any(|e| Some(e.name.as_str()) == name.as_deref() && matches!(e.kind, Kind::Directory))
+                    .any(|e| e.name == name && matches!(e.kind, Kind::Directory))
             })
     }
 
-    /// Watches `dir` through the opened directory; the count of events it
-    /// has had so far, or `None` when it cannot be watched.
+    /// Watches `dir` through the opened directory; the stamp of its watch
+    /// record, or `None` when it cannot be watched (or the record is of
+    /// another directory that was at this path).
     fn watch(&mut self, dir: &Path, opened: &std::fs::File) -> Option<u64> {
+        let opened_identity = identity(opened)?;
         if let Some(known) = self.dirs.get(dir) {
-            return Some(known.events);
+            return (known.identity == opened_identity).then_some(known.stamp);
         }
-        if !reports_every_change(opened) {
+        if self.dirs.len() >= self.max_watches || self.entries >= MAX_ENTRIES || !reports_every_change(opened) {
             return None;
         }
         let through = format!("/proc/self/fd/{}", opened.as_raw_fd());
@@ -208,26 +273,30 @@ impl Watched {
             // watch cannot stand for two paths, so neither is kept.
             return None;
         }
+        let stamp = self.next_stamp();
         self.paths.insert(wd, dir.to_path_buf());
         self.dirs.insert(
             dir.to_path_buf(),
             Dir {
                 wd,
+                identity: opened_identity,
                 listing: None,
-                events: 0,
+                stamp,
             },
         );
-        Some(0)
+        self.entries += 1;
+        Some(stamp)
     }
 
-    /// Keeps `listing` for `dir` if neither it nor its parent has changed
-    /// since it was watched (`before` events) and there is still room.
-    fn keep(&mut self, dir: &Path, parent: Option<&Path>, before: u64, listing: &[Entry]) {
+    /// Keeps `listing` for `dir` if the watch record it was read under
+    /// (`stamp`) is still there unchanged, the parent still names it, and
+    /// there is room.
+    fn keep(&mut self, dir: &Path, parent: Option<&Path>, stamp: u64, listing: &[Entry]) {
         if !self.may_keep(dir, parent) || self.entries + listing.len() > MAX_ENTRIES {
             return;
         }
         let Some(kept) = self.dirs.get_mut(dir) else { return };
-        if kept.events != before || kept.listing.is_some() {
+        if kept.stamp != stamp || kept.listing.is_some() {
             return;
         }
         kept.listing = Some(Arc::new(listing.to_vec()));
@@ -236,6 +305,14 @@ impl Watched {
 
     /// Reads every pending event and drops what it makes untrue.
     fn drain(&mut self) {
+        let mut mounts = [PollFd::new(self.mounts.as_fd(), PollFlags::POLLPRI)];
+        let changed = PollFlags::POLLPRI | PollFlags::POLLERR;
+        match nix::poll::poll(&mut mounts, PollTimeout::ZERO) {
+            Ok(0) => {}
+            // A mount or unmount (reported once per change), or no answer.
+            _ if mounts[0].revents().is_some_and(|r| !r.intersects(changed)) => {}
+            _ => self.forget_all(),
+        }
         loop {
             let events = match self.inotify.read_events() {
                 Ok(events) if !events.is_empty() => events,
@@ -278,10 +355,17 @@ impl Watched {
         }
     }
 
-    /// Drops `dir`'s listing, keeping its watch (its subdirectories stay).
+    /// A stamp no record has had.
+    fn next_stamp(&self) -> u64 {
+        self.stamps.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// Drops `dir`'s listing, keeping its watch (its subdirectories stay);
+    /// a read of it under way is not kept either.
     fn unlist(&mut self, dir: &Path) {
+        let stamp = self.next_stamp();
         if let Some(kept) = self.dirs.get_mut(dir) {
-            kept.events += 1;
+            kept.stamp = stamp;
             if let Some(listing) = kept.listing.take() {
                 self.entries -= listing.len();
             }
@@ -301,9 +385,7 @@ impl Watched {
                 self.paths.remove(&gone.wd);
                 // A watch the kernel already removed answers an error; either way it is gone.
                 let _ = self.inotify.rm_watch(gone.wd);
-                if let Some(listing) = gone.listing {
-                    self.entries -= listing.len();
-                }
+                self.entries -= 1 + gone.listing.map_or(0, |listing| listing.len());
             }
         }
     }
@@ -315,8 +397,25 @@ impl Watched {
             let _ = self.inotify.rm_watch(gone.wd);
         }
         self.paths.clear();
+        self.roots.clear();
         self.entries = 0;
     }
+}
+
+/// `file`'s device and inode.
+fn identity(file: &std::fs::File) -> Option<Identity> {
+    file.metadata().ok().map(|m| (m.dev(), m.ino()))
+}
+
+/// The watches one tree may hold: a quarter of the user's inotify limit
+/// (`fs.inotify.max_user_watches`, 8,192 on older kernels), so editors and
+/// file watchers keep the rest.
+fn watch_budget() -> usize {
+    std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches")
+        .ok()
+        .and_then(|limit| limit.trim().parse::<usize>().ok())
+        .unwrap_or(8192)
+        / 4
 }
 
 /// For a directory that may be kept: `Some(None)` for the root itself,
@@ -364,4 +463,99 @@ fn reports_every_change(dir: &std::fs::File) -> bool {
         BCACHEFS,
     ]
     .contains(&found.filesystem_type())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+
+    fn root_at(at: &Path) -> FilesRoot {
+        FilesRoot {
+            at: at.to_path_buf(),
+            dir: std::fs::File::open(at).unwrap(),
+        }
+    }
+
+    /// `dir`'s listing through the tree, opened and read for real; `during`
+    /// runs between the read and the keep.
+    fn list(tree: &WarmTree, root: &FilesRoot, dir: &Path, during: impl FnOnce()) -> Vec<String> {
+        let open = || std::fs::File::open(dir).map_err(|e| e.to_string());
+        let read = |opened: &std::fs::File| {
+            let listing = super::super::list_opened(opened);
+            during();
+            listing
+        };
+        let mut names: Vec<String> = tree
+            .list(root, dir, open, read)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.name)
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// A read of `d` that began before `d` was replaced (`replace`) ends
+    /// while a read of the new `d` is under way: the old listing must not
+    /// be kept under the new directory's watch.
+    fn an_old_read_is_never_kept_for_a_new_directory(replace: impl FnOnce(&WarmTree, &Path)) {
+        let tmp = tempfile::tempdir().unwrap();
+        let at = std::fs::canonicalize(tmp.path()).unwrap();
+        let d = at.join("d");
+        std::fs::create_dir_all(d.join("old")).unwrap();
+        let tree = WarmTree::default();
+        let root = root_at(&at);
+        assert_eq!(list(&tree, &root, &at, || {}), ["d"]);
+
+        let (read_done, wait_read) = mpsc::channel();
+        let (new_watched, wait_new) = mpsc::channel();
+        let (old_kept, wait_kept) = mpsc::channel::<()>();
+        std::thread::scope(|scope| {
+            let (tree, first_root, d, at) = (&tree, &root, &d, &at);
+            let old = scope.spawn(move || {
+                list(tree, first_root, d, || {
+                    read_done.send(()).unwrap();
+                    wait_new.recv().unwrap();
+                })
+            });
+            wait_read.recv().unwrap();
+            replace(tree, at);
+            assert_eq!(list(tree, &root_at(at), at, || {}), ["d", "d-aside"]);
+            let new = scope.spawn(move || {
+                list(tree, &root_at(at), d, || {
+                    new_watched.send(()).unwrap();
+                    let _ = wait_kept.recv();
+                })
+            });
+            assert_eq!(old.join().unwrap(), ["old"]);
+            old_kept.send(()).unwrap();
+            assert_eq!(new.join().unwrap(), ["new"]);
+        });
+        assert_eq!(
+            list(&tree, &root, &d, || {}),
+            ["new"],
+            "the warm answer is the new directory's"
+        );
+    }
+
+    fn swap(at: &Path) {
+        std::fs::rename(at.join("d"), at.join("d-aside")).unwrap();
+        std::fs::create_dir_all(at.join("d/new")).unwrap();
+    }
+
+    #[test]
+    fn a_read_across_a_swap_is_not_kept_under_the_new_watch() {
+        an_old_read_is_never_kept_for_a_new_directory(|_, at| swap(at));
+    }
+
+    #[test]
+    fn a_read_across_a_clear_is_not_kept_in_the_new_tree() {
+        // The swap's events go with the dropped instance: only the stamps
+        // tell the two records apart.
+        an_old_read_is_never_kept_for_a_new_directory(|tree, at| {
+            swap(at);
+            tree.clear();
+        });
+    }
 }

@@ -309,6 +309,8 @@ fn the_python_example_toolset_builds_loads_and_answers() {
         "CPython reads files; its socket imports are linked but disabled"
     );
     assert!(!report["disabled_imports"].as_array().unwrap().is_empty());
+    // Its least-privilege declaration loads it with exactly what it asks.
+    crate::supply_chain::policy_loads_exactly(wasm.to_str().unwrap(), "wordcount", "wordcount", &[]);
 
     // The same component over MCP, with the official Python SDK.
     let Some(python) = support::python() else { return };

@@ -23,47 +23,55 @@ fn config_with(policy: &str, set: &str) -> String {
 #[test]
 fn inspect_policy_declares_what_loads_and_nothing_more() {
     for (file, set, tool, grants) in [
-        ("todo.wasm", "todo", "todos", vec![]),
-        ("hostile.wasm", "hostile", "spin", vec!["process", "parallel"]),
+        ("todo.wasm", "todo", "todos", &[][..]),
+        ("hostile.wasm", "hostile", "spin", &["process", "parallel"][..]),
     ] {
-        let wasm = format!("{COMPONENTS}/{file}");
-        let printed = policy(&Project::new(), &wasm);
-        let doc: serde_yaml::Value = serde_yaml::from_str(&printed).unwrap();
-        let decl = &doc["toolsets"][set];
-        let canonical = std::fs::canonicalize(&wasm).unwrap();
-        assert_eq!(decl["path"].as_str(), canonical.to_str(), "{printed}");
-        let digest = support::inspect(&Project::new(), &wasm)["sha256"].clone();
-        assert_eq!(decl["sha256"].as_str(), digest.as_str(), "{printed}");
-        let granted: Vec<&str> = decl["grant"]
-            .as_sequence()
-            .unwrap()
-            .iter()
-            .filter_map(|g| g.as_str())
-            .collect();
-        assert_eq!(granted, grants, "{printed}");
+        policy_loads_exactly(&format!("{COMPONENTS}/{file}"), set, tool, grants);
+    }
+    // The Python example: tests/limits.rs builds it and checks the same.
+}
 
-        // Exactly that loads: the tools are listed, with no warning.
-        let p = Project::new().config(&config_with(&printed, set));
-        let out = p.run(&["tools"]);
-        let (stdout, stderr) = (
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr),
-        );
-        assert!(out.status.success(), "{stderr}");
-        assert!(stdout.contains(&format!("{tool} ({set})")), "{stdout}");
-        assert!(stderr.is_empty(), "{stderr}");
-        let inspected = support::inspect(&p, &wasm);
-        assert_eq!(inspected["config"]["missing"], serde_json::json!([]), "{inspected}");
+/// `inspect --policy` of the component at `wasm` declares set `set` with its
+/// absolute path, its digest and exactly `grants`; that declaration loads
+/// it (listing `tool`) with no warning, and without any one grant it is
+/// refused.
+pub fn policy_loads_exactly(wasm: &str, set: &str, tool: &str, grants: &[&str]) {
+    let printed = policy(&Project::new(), wasm);
+    let doc: serde_yaml::Value = serde_yaml::from_str(&printed).unwrap();
+    let decl = &doc["toolsets"][set];
+    let canonical = std::fs::canonicalize(wasm).unwrap();
+    assert_eq!(decl["path"].as_str(), canonical.to_str(), "{printed}");
+    let digest = support::inspect(&Project::new(), wasm)["sha256"].clone();
+    assert_eq!(decl["sha256"].as_str(), digest.as_str(), "{printed}");
+    let granted: Vec<&str> = decl["grant"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .filter_map(|g| g.as_str())
+        .collect();
+    assert_eq!(granted, grants, "{printed}");
 
-        // And nothing less: without any one of its grants it is refused.
-        for dropped in &grants {
-            let narrowed = printed.replace(&format!("    - {dropped}\n"), "");
-            assert_ne!(narrowed, printed, "the grant {dropped} was not found in {printed}");
-            let out = Project::new().config(&config_with(&narrowed, set)).run(&["tools"]);
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            assert_eq!(out.status.code(), Some(2), "without {dropped}: {stderr}");
-            assert!(stderr.contains("which its config does not grant"), "{stderr}");
-        }
+    // Exactly that loads: the tools are listed, with no warning.
+    let p = Project::new().config(&config_with(&printed, set));
+    let out = p.run(&["tools"]);
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
+    );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains(&format!("{tool} ({set})")), "{stdout}");
+    assert!(stderr.is_empty(), "{stderr}");
+    let inspected = support::inspect(&p, wasm);
+    assert_eq!(inspected["config"]["missing"], serde_json::json!([]), "{inspected}");
+
+    // And nothing less: without any one of its grants it is refused.
+    for dropped in grants {
+        let narrowed = printed.replace(&format!("    - {dropped}\n"), "");
+        assert_ne!(narrowed, printed, "the grant {dropped} was not found in {printed}");
+        let out = Project::new().config(&config_with(&narrowed, set)).run(&["tools"]);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "without {dropped}: {stderr}");
+        assert!(stderr.contains("which its config does not grant"), "{stderr}");
     }
 }
 

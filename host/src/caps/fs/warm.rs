@@ -2,6 +2,10 @@
 //! kept true by inotify, so an agent's repeated grep and glob over the same
 //! tree skip the directory walk's system calls.
 //!
+//! A directory is watched and kept from its second listing in the session:
+//! a session's first search pays nothing for the tree (watching costs a few
+//! system calls per directory), a search that repeats one builds it.
+//!
 //! Only what a fresh `list-dir` would answer is ever served. A listing is
 //! kept only
 //! - for a *real path*: the root of a preopen, or a directory whose parent's
@@ -47,7 +51,7 @@ use super::{Entry, FilesRoot, Kind};
 use nix::poll::{PollFd, PollFlags, PollTimeout};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use nix::sys::statfs::{self, FsType};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ops::Bound;
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::fs::MetadataExt;
@@ -76,7 +80,7 @@ fn watch_mask() -> AddWatchFlags {
 /// One session's kept listings (shared by its calls and their workers).
 #[derive(Default)]
 pub struct WarmTree {
-    inner: Mutex<Option<Watched>>,
+    inner: Mutex<State>,
     hits: AtomicU64,
     /// Stamps for watch records: never restarts, not even at [`clear`], so
     /// a read begun under one record is never kept under a later one.
@@ -98,6 +102,19 @@ pub struct WarmStats {
     pub kept_dirs: usize,
     /// `list-dir` answers given from the tree so far.
     pub hits: u64,
+}
+
+/// A tree's state behind its lock.
+#[derive(Default)]
+struct State {
+    /// The watches and kept listings; dropped by [`WarmTree::clear`].
+    watched: Option<Watched>,
+    /// Directories listed once this session. Only a directory listed again
+    /// is watched and kept: a session's first search pays nothing for the
+    /// tree, a search that repeats one builds it. A hint, not a fact about
+    /// the files, so it outlives `clear` (a shell command between two
+    /// searches does not make the next one a first again).
+    seen: HashSet<PathBuf>,
 }
 
 /// The kept directories and the inotify instance watching them.
@@ -149,31 +166,54 @@ impl WarmTree {
         let Some(root_identity) = identity(&root.dir) else {
             return read(&open()?);
         };
-        let mut inner = self.inner.lock().unwrap();
-        let Some(watched) = Watched::get(&mut inner, &self.stamps) else {
-            drop(inner);
-            return read(&open()?);
-        };
-        watched.drain();
-        watched.same_root(&root.at, root_identity);
-        if let Some(listing) = watched.dirs.get(dir).and_then(|d| d.listing.clone()) {
-            drop(inner);
-            self.hits.fetch_add(1, Ordering::Relaxed);
-            return Ok(listing.as_ref().clone());
+        {
+            let mut state = self.inner.lock().unwrap();
+            let State { watched, seen } = &mut *state;
+            let Some(watched) = Watched::get(watched, &self.stamps) else {
+                drop(state);
+                return read(&open()?);
+            };
+            watched.drain();
+            watched.same_root(&root.at, root_identity);
+            if let Some(listing) = watched.dirs.get(dir).and_then(|d| d.listing.clone()) {
+                drop(state);
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                return Ok(listing.as_ref().clone());
+            }
+            if !seen.contains(dir) {
+                if seen.len() < MAX_ENTRIES {
+                    seen.insert(dir.to_path_buf());
+                }
+                drop(state);
+                return read(&open()?);
+            }
+            if !watched.may_keep(dir, parent.as_deref()) {
+                drop(state);
+                return read(&open()?);
+            }
         }
-        if !watched.may_keep(dir, parent.as_deref()) {
-            drop(inner);
-            return read(&open()?);
-        }
-        // Watched before it is read, through the very directory read; the
-        // lock is held meanwhile so that no other call races the watch.
+        // Opened and examined outside the lock; watched before it is read,
+        // through the very directory read. A change between the open and
+        // the watch is in the read (it comes after); a swap of the path
+        // reaches the parent's watch and the keep below drains it.
         let opened = open()?;
-        let stamp = watched.watch(dir, &opened);
-        drop(inner);
+        let Some(facts) = Opened::examine(&opened) else {
+            return read(&opened);
+        };
+        let stamp = {
+            let mut state = self.inner.lock().unwrap();
+            match state.watched.as_mut() {
+                Some(watched) => {
+                    watched.drain();
+                    watched.watch(dir, &opened, facts)
+                }
+                None => None,
+            }
+        };
         let listing = read(&opened)?;
         if let Some(stamp) = stamp {
-            let mut inner = self.inner.lock().unwrap();
-            if let Some(watched) = inner.as_mut() {
+            let mut state = self.inner.lock().unwrap();
+            if let Some(watched) = state.watched.as_mut() {
                 watched.drain();
                 watched.keep(dir, parent.as_deref(), stamp, &listing);
             }
@@ -183,9 +223,10 @@ impl WarmTree {
 
     /// What the tree holds and has served.
     pub fn stats(&self) -> WarmStats {
-        let inner = self.inner.lock().unwrap();
+        let state = self.inner.lock().unwrap();
         WarmStats {
-            kept_dirs: inner
+            kept_dirs: state
+                .watched
                 .as_ref()
                 .map_or(0, |w| w.dirs.values().filter(|d| d.listing.is_some()).count()),
             hits: self.hits.load(Ordering::Relaxed),
@@ -195,7 +236,7 @@ impl WarmTree {
     /// Forgets everything (after a call that may have written).
     pub fn clear(&self) {
         // Closing the inotify descriptor removes every watch.
-        *self.inner.lock().unwrap() = None;
+        self.inner.lock().unwrap().watched = None;
     }
 }
 
@@ -258,12 +299,12 @@ impl Watched {
     /// Watches `dir` through the opened directory; the stamp of its watch
     /// record, or `None` when it cannot be watched (or the record is of
     /// another directory that was at this path).
-    fn watch(&mut self, dir: &Path, opened: &std::fs::File) -> Option<u64> {
-        let opened_identity = identity(opened)?;
+    fn watch(&mut self, dir: &Path, opened: &std::fs::File, facts: Opened) -> Option<u64> {
+        let opened_identity = facts.identity;
         if let Some(known) = self.dirs.get(dir) {
             return (known.identity == opened_identity).then_some(known.stamp);
         }
-        if self.dirs.len() >= self.max_watches || self.entries >= MAX_ENTRIES || !reports_every_change(opened) {
+        if self.dirs.len() >= self.max_watches || self.entries >= MAX_ENTRIES || !facts.local {
             return None;
         }
         let through = format!("/proc/self/fd/{}", opened.as_raw_fd());
@@ -305,6 +346,10 @@ impl Watched {
 
     /// Reads every pending event and drops what it makes untrue.
     fn drain(&mut self) {
+        if self.dirs.is_empty() {
+            // Nothing to make untrue (a mount seen later still drops all).
+            return;
+        }
         let mut mounts = [PollFd::new(self.mounts.as_fd(), PollFlags::POLLPRI)];
         let changed = PollFlags::POLLPRI | PollFlags::POLLERR;
         match nix::poll::poll(&mut mounts, PollTimeout::ZERO) {
@@ -399,6 +444,24 @@ impl Watched {
         self.paths.clear();
         self.roots.clear();
         self.entries = 0;
+    }
+}
+
+/// What watching an opened directory needs to know of it, found before the
+/// lock is taken.
+#[derive(Clone, Copy)]
+struct Opened {
+    identity: Identity,
+    /// On a filesystem whose every change reaches a watch.
+    local: bool,
+}
+
+impl Opened {
+    fn examine(dir: &std::fs::File) -> Option<Opened> {
+        Some(Opened {
+            identity: identity(dir)?,
+            local: reports_every_change(dir),
+        })
     }
 }
 
@@ -506,7 +569,12 @@ mod tests {
         std::fs::create_dir_all(d.join("old")).unwrap();
         let tree = WarmTree::default();
         let root = root_at(&at);
+        // Listed twice, the root is kept; listed once, `d` is watched and
+        // kept at its next listing.
         assert_eq!(list(&tree, &root, &at, || {}), ["d"]);
+        assert_eq!(list(&tree, &root, &at, || {}), ["d"]);
+        assert_eq!(list(&tree, &root, &d, || {}), ["old"]);
+        assert_eq!(tree.stats().kept_dirs, 1);
 
         let (read_done, wait_read) = mpsc::channel();
         let (new_watched, wait_new) = mpsc::channel();

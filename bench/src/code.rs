@@ -1,7 +1,7 @@
 //! The code toolset against its native peers, side by side in one run.
 //!
 //! Corpora: (a) the cargo registry sources on this machine, (b) a generated
-//! tree of 20,000 files (fixed seed). Contenders for each operation: our tool
+//! tree of 100,000 files (fixed seed). Contenders for each operation: our tool
 //! through the real component in process (the path iota takes), the same tool
 //! code built natively, the command-line peer (`rg`, `fd`, `ls`), and
 //! yoagent's tools (`search` runs rg or grep underneath, `list_files` runs
@@ -42,7 +42,7 @@ pub fn run(report: &mut Report, iota_host: &Path) {
         report.line("\n(no cargo registry sources on this machine: corpus (a) left out)");
     }
     let generated = generated_tree();
-    corpus(report, "generated tree, 20,000 files", &generated, &peers, iota_host);
+    corpus(report, "generated tree, 100,000 files", &generated, &peers, iota_host);
     small_calls(report, &generated, iota_host);
 }
 
@@ -67,8 +67,12 @@ pub fn run_grep(report: &mut Report) {
     grep_rows(report, &Component::load(&registry), &registry, &peers, None);
 }
 
+/// Files in the generated tree (the size the performance targets name).
+const GENERATED_FILES: usize = 100_000;
+
 fn generated_tree() -> PathBuf {
-    tree::generate(&PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/tmp/bench-tree-20k"))
+    let at = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/tmp/bench-tree-100k");
+    tree::generate(&at, GENERATED_FILES)
 }
 
 fn registry_sources() -> Option<PathBuf> {
@@ -106,9 +110,9 @@ impl Peers {
 
 /// Our tools through the component, in process, as iota runs them.
 struct Component {
+    host: Host,
+    /// One session across calls: its tree is warm after the first.
     session: HostSession,
-    /// Kept with its session.
-    _host: Host,
 }
 
 impl Component {
@@ -120,12 +124,22 @@ impl Component {
             .unwrap();
         Component {
             session: host.session(),
-            _host: host,
+            host,
         }
     }
 
+    /// A call in a session of its own: nothing of the tree is known yet.
     fn call(&self, tool: &str, args: &Value) -> String {
-        let result = self.session.call(tool, args.clone());
+        Component::checked(tool, self.host.session().call(tool, args.clone()))
+    }
+
+    /// A call in the session every such call shares (as an agent calls,
+    /// over one MCP connection): the tree is warm from the calls before.
+    fn call_again(&self, tool: &str, args: &Value) -> String {
+        Component::checked(tool, self.session.call(tool, args.clone()))
+    }
+
+    fn checked(tool: &str, result: iota_host::CallResult) -> String {
         assert!(!result.is_error, "{tool}: {}", result.text);
         result.text
     }
@@ -195,7 +209,15 @@ fn grep_rows(report: &mut Report, ours: &Component, root: &Path, peers: &Peers, 
             peer_time(peers.rg, &rg_args, root)
         };
         report.row(label, time, "rg -j1", rg(&["-j1"]));
-        report.row(label, time, "rg (2 threads)", rg(&[]));
+        let rg2 = rg(&[]);
+        report.row(label, time, "rg (2 threads)", rg2);
+        // The session's first search lists, its second watches and keeps.
+        ours.call_again("grep", &args);
+        ours.call_again("grep", &args);
+        let again = median(RUNS, || {
+            ours.call_again("grep", &args);
+        });
+        report.row(&format!("{label}, repeated in a session"), again, "rg (2 threads)", rg2);
         let Some(yoagent) = yoagent else { continue };
         let search = yoagent::tools::SearchTool::new().with_root(root.to_string_lossy());
         report.row(
@@ -231,12 +253,14 @@ fn corpus(report: &mut Report, name: &str, root: &Path, peers: &Peers, iota_host
     let time = median(RUNS, || {
         ours.call("glob", &args);
     });
-    report.row(
-        "glob",
-        time,
-        "fd -uu -g",
-        peer_time(peers.fd, &["-uu", "-g", GLOB, "."], root),
-    );
+    let fd = peer_time(peers.fd, &["-uu", "-g", GLOB, "."], root);
+    report.row("glob", time, "fd -uu -g", fd);
+    ours.call_again("glob", &args);
+    ours.call_again("glob", &args);
+    let again = median(RUNS, || {
+        ours.call_again("glob", &args);
+    });
+    report.row("glob, repeated in a session", again, "fd -uu -g", fd);
     report.row(
         "glob",
         time,
@@ -274,31 +298,62 @@ fn corpus(report: &mut Report, name: &str, root: &Path, peers: &Peers, iota_host
     report.row(&label, time, "yoagent list_files", Some(yo));
 
     // The product as an agent runs it: one process per call, compile cache warm.
+    let grep = json!({"pattern": ALTERNATION});
+    end_to_end(
+        report,
+        iota_host,
+        root,
+        "grep",
+        &grep,
+        ("rg", peers.rg),
+        &["-uu", "-n", "-e", ALTERNATION, "."],
+    );
+    let glob = json!({"pattern": GLOB});
+    end_to_end(
+        report,
+        iota_host,
+        root,
+        "glob",
+        &glob,
+        ("fd", peers.fd),
+        &["-uu", "-g", GLOB, "."],
+    );
+}
+
+/// `iota-host call TOOL ARGS` as one process, against the peer's command
+/// line, with both peak RSS.
+fn end_to_end(
+    report: &mut Report,
+    iota_host: &Path,
+    root: &Path,
+    tool: &str,
+    args: &Value,
+    (peer_name, peer): (&str, Option<&str>),
+    peer_args: &[&str],
+) {
     let (time, rss) = median_command(3, || {
         let mut cmd = Command::new(iota_host);
-        cmd.arg("--root")
-            .arg(root)
-            .args(["call", "grep", &json!({"pattern": ALTERNATION}).to_string()]);
+        cmd.arg("--root").arg(root).args(["call", tool, &args.to_string()]);
         cmd
     });
-    let rg = peers.rg.map(|rg| {
+    let peer = peer.map(|peer| {
         median_command(3, || {
-            let mut cmd = Command::new(rg);
-            cmd.args(["-uu", "-n", "-e", ALTERNATION, "."]).current_dir(root);
+            let mut cmd = Command::new(peer);
+            cmd.args(peer_args).current_dir(root);
             cmd
         })
     });
     report.row(
-        &format!("`iota-host call grep`, end to end (peak RSS {})", mib(rss)),
+        &format!("`iota-host call {tool}`, end to end (peak RSS {})", mib(rss)),
         time,
-        &format!("rg (peak RSS {})", mib(rg.and_then(|r| r.1))),
-        rg.map(|r| r.0),
+        &format!("{peer_name} (peak RSS {})", mib(peer.and_then(|r| r.1))),
+        peer.map(|r| r.0),
     );
 }
 
 fn small_calls(report: &mut Report, root: &Path, iota_host: &Path) {
     let ours = Component::load(root);
-    let file = "d000/f00001.rs";
+    let file = "d0000/f00001.rs";
     let args = json!({ "path": file });
     report.table("small read_file (one 1 KB file)");
     let in_process = median(500, || {

@@ -2,12 +2,9 @@
 
 use std::path::{Path, PathBuf};
 
-/// Files in the generated tree.
-pub const GENERATED_FILES: usize = 20_000;
-
-/// A deterministic tree of source-like files, 100 per directory, made once
-/// and reused (a `.complete` marker says it is whole).
-pub fn generate(root: &Path) -> PathBuf {
+/// A deterministic tree of `files` source-like files, 100 per directory,
+/// made once and reused (a `.complete` marker says it is whole).
+pub fn generate(root: &Path, files: usize) -> PathBuf {
     let marker = root.join(".complete");
     if !marker.exists() {
         let _ = std::fs::remove_dir_all(root);
@@ -21,8 +18,8 @@ pub fn generate(root: &Path) -> PathBuf {
         let words = [
             "let", "fn", "struct", "impl", "match", "value", "error", "config", "tool", "path", "self", "return",
         ];
-        for i in 0..GENERATED_FILES {
-            let dir = root.join(format!("d{:03}", i / 100));
+        for i in 0..files {
+            let dir = root.join(format!("d{:04}", i / 100));
             std::fs::create_dir_all(&dir).unwrap();
             let lines = 10 + (next() % 60) as usize;
             let mut text = String::new();

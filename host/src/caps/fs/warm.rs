@@ -166,7 +166,11 @@ impl WarmTree {
         let Some(root_identity) = identity(&root.dir) else {
             return read(&open()?);
         };
-        {
+        // The parent's record as it was when this directory was found listed
+        // in it: any event in the parent from then on (a swap of this path
+        // before it is even watched) restamps or removes it, and the listing
+        // is not kept.
+        let parent_stamp = {
             let mut state = self.inner.lock().unwrap();
             let State { watched, seen } = &mut *state;
             let Some(watched) = Watched::get(watched, &self.stamps) else {
@@ -191,7 +195,8 @@ impl WarmTree {
                 drop(state);
                 return read(&open()?);
             }
-        }
+            watched.stamp_of(parent.as_deref())
+        };
         // Opened and examined outside the lock; watched before it is read,
         // through the very directory read. A change between the open and
         // the watch is in the read (it comes after); a swap of the path
@@ -215,7 +220,9 @@ impl WarmTree {
             let mut state = self.inner.lock().unwrap();
             if let Some(watched) = state.watched.as_mut() {
                 watched.drain();
-                watched.keep(dir, parent.as_deref(), stamp, &listing);
+                if watched.stamp_of(parent.as_deref()) == parent_stamp {
+                    watched.keep(dir, parent.as_deref(), stamp, &listing);
+                }
             }
         }
         Ok(listing)
@@ -327,6 +334,11 @@ impl Watched {
         );
         self.entries += 1;
         Some(stamp)
+    }
+
+    /// The stamp of `dir`'s record (`None` for no directory or no record).
+    fn stamp_of(&self, dir: Option<&Path>) -> Option<u64> {
+        self.dirs.get(dir?).map(|d| d.stamp)
     }
 
     /// Keeps `listing` for `dir` if the watch record it was read under
@@ -605,6 +617,31 @@ mod tests {
             ["new"],
             "the warm answer is the new directory's"
         );
+    }
+
+    #[test]
+    fn a_directory_swapped_between_its_open_and_its_watch_is_not_kept() {
+        let tmp = tempfile::tempdir().unwrap();
+        let at = std::fs::canonicalize(tmp.path()).unwrap();
+        let d = at.join("d");
+        std::fs::create_dir_all(d.join("old")).unwrap();
+        let tree = WarmTree::default();
+        let root = root_at(&at);
+        list(&tree, &root, &at, || {});
+        list(&tree, &root, &at, || {});
+        list(&tree, &root, &d, || {});
+        // Opened, then swapped and its parent listed (and kept) again by
+        // another call, all before the watch: the swap's events are gone.
+        let open = || {
+            let opened = std::fs::File::open(&d).map_err(|e| e.to_string());
+            swap(&at);
+            assert_eq!(list(&tree, &root, &at, || {}), ["d", "d-aside"]);
+            opened
+        };
+        let listing = tree.list(&root, &d, open, super::super::list_opened).unwrap();
+        assert_eq!(listing.len(), 1);
+        assert_eq!(listing[0].name, "old", "the read was of the old directory");
+        assert_eq!(list(&tree, &root, &d, || {}), ["new"], "but that is not what is kept");
     }
 
     fn swap(at: &Path) {

@@ -11,8 +11,8 @@
 //! - for a *real path*: the root of a preopen, or a directory whose parent's
 //!   kept listing names it as a directory (not a symlink), so no symlink lies
 //!   on a kept path and every ancestor is watched: a rename, a delete or a
-//!   symlink swapped in anywhere above it reaches a watch and drops it;
-//!   Its name must be exact: a name that only reads as one after lossy UTF-8
+//!   symlink swapped in anywhere above it reaches a watch and drops it. Its
+//!   name must be exact: a name that only reads as one after lossy UTF-8
 //!   decoding (U+FFFD) could be another entry, so it is never kept;
 //! - with a watch on the very directory it was read from (the watch is added
 //!   on the opened directory through `/proc/self/fd` before it is read, the
@@ -39,13 +39,15 @@
 //! ([`watch_budget`]), leaving the rest to editors and file watchers.
 //! Overlay filesystems are trusted for changes made through the overlay;
 //! a change written straight into a layer beneath it (from outside a
-//! container) is not seen, as no tool that watches files sees it. The host also drops the
-//! whole tree after every call that may have written (a shell command, an
-//! approved write), so correctness never rests on inotify alone.
+//! container) is not seen, as no tool that watches files sees it. The host
+//! also drops the whole tree after every call that may have written (a shell
+//! command, an approved write), so correctness never rests on inotify alone.
 //!
 //! Memory: about 40 bytes per kept entry plus its name, and one inotify watch
 //! (about 1 KiB of kernel memory) per watched directory; each directory
-//! counts as one entry against [`MAX_ENTRIES`].
+//! counts as one entry against [`MAX_ENTRIES`]. Beside them, the path of
+//! each directory listed once (the second-listing rule), at most
+//! [`MAX_ENTRIES`] paths.
 
 use super::{Entry, FilesRoot, Kind};
 use nix::poll::{PollFd, PollFlags, PollTimeout};
@@ -139,6 +141,17 @@ struct Watched {
 /// A directory's device and inode.
 type Identity = (u64, u64);
 
+/// What a lookup found for a directory.
+enum Lookup {
+    /// Its kept listing.
+    Kept(Arc<Vec<Entry>>),
+    /// Nothing to keep: read it.
+    Read,
+    /// It may be kept: watch it, read it, keep it if its parent's record
+    /// still has this stamp.
+    Watch { parent_stamp: Option<u64> },
+}
+
 /// A watched directory: its watch, the directory it watches, its listing if
 /// kept, and the stamp of this record's state (taken afresh whenever an
 /// event makes the listing untrue, so a read across an event is not kept).
@@ -163,44 +176,19 @@ impl WarmTree {
         let Some(parent) = real_parent(root, dir) else {
             return read(&open()?);
         };
-        let Some(root_identity) = identity(&root.dir) else {
-            return read(&open()?);
-        };
-        // The parent's record as it was when this directory was found listed
-        // in it: any event in the parent from then on (a swap of this path
-        // before it is even watched) restamps or removes it, and the listing
-        // is not kept.
-        let parent_stamp = {
-            let mut state = self.inner.lock().unwrap();
-            let State { watched, seen } = &mut *state;
-            let Some(watched) = Watched::get(watched, &self.stamps) else {
-                drop(state);
-                return read(&open()?);
-            };
-            watched.drain();
-            watched.same_root(&root.at, root_identity);
-            if let Some(listing) = watched.dirs.get(dir).and_then(|d| d.listing.clone()) {
-                drop(state);
+        let parent_stamp = match self.look_up(root, dir, parent.as_deref()) {
+            Lookup::Kept(listing) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
                 return Ok(listing.as_ref().clone());
             }
-            if !seen.contains(dir) {
-                if seen.len() < MAX_ENTRIES {
-                    seen.insert(dir.to_path_buf());
-                }
-                drop(state);
-                return read(&open()?);
-            }
-            if !watched.may_keep(dir, parent.as_deref()) {
-                drop(state);
-                return read(&open()?);
-            }
-            watched.stamp_of(parent.as_deref())
+            Lookup::Read => return read(&open()?),
+            Lookup::Watch { parent_stamp } => parent_stamp,
         };
         // Opened and examined outside the lock; watched before it is read,
         // through the very directory read. A change between the open and
         // the watch is in the read (it comes after); a swap of the path
-        // reaches the parent's watch and the keep below drains it.
+        // reaches the parent's watch and restamps the parent's record, which
+        // the keep below checks.
         let opened = open()?;
         let Some(facts) = Opened::examine(&opened) else {
             return read(&opened);
@@ -226,6 +214,39 @@ impl WarmTree {
             }
         }
         Ok(listing)
+    }
+
+    /// What the tree says of `dir` now, under its lock, after draining.
+    fn look_up(&self, root: &FilesRoot, dir: &Path, parent: Option<&Path>) -> Lookup {
+        let Some(root_identity) = identity(&root.dir) else {
+            return Lookup::Read;
+        };
+        let mut state = self.inner.lock().unwrap();
+        let State { watched, seen } = &mut *state;
+        let Some(watched) = Watched::get(watched, &self.stamps) else {
+            return Lookup::Read;
+        };
+        watched.drain();
+        watched.same_root(&root.at, root_identity);
+        if let Some(listing) = watched.dirs.get(dir).and_then(|d| d.listing.clone()) {
+            return Lookup::Kept(listing);
+        }
+        if !seen.contains(dir) {
+            if seen.len() < MAX_ENTRIES {
+                seen.insert(dir.to_path_buf());
+            }
+            return Lookup::Read;
+        }
+        if !watched.may_keep(dir, parent) {
+            return Lookup::Read;
+        }
+        // The parent's record as it is now, when this directory is found
+        // listed in it: any event in the parent from now on (a swap of this
+        // path before it is even watched) restamps or removes it, and the
+        // listing is not kept.
+        Lookup::Watch {
+            parent_stamp: watched.stamp_of(parent),
+        }
     }
 
     /// What the tree holds and has served.
@@ -571,22 +592,27 @@ mod tests {
         names
     }
 
-    /// A read of `d` that began before `d` was replaced (`replace`) ends
-    /// while a read of the new `d` is under way: the old listing must not
-    /// be kept under the new directory's watch.
-    fn an_old_read_is_never_kept_for_a_new_directory(replace: impl FnOnce(&WarmTree, &Path)) {
+    /// A root holding `d/old`, its tree with the root kept (listed twice)
+    /// and `d` listed once, so that its next listing watches and keeps it.
+    fn kept_root_and_seen_d() -> (tempfile::TempDir, PathBuf, PathBuf, WarmTree, FilesRoot) {
         let tmp = tempfile::tempdir().unwrap();
         let at = std::fs::canonicalize(tmp.path()).unwrap();
         let d = at.join("d");
         std::fs::create_dir_all(d.join("old")).unwrap();
         let tree = WarmTree::default();
         let root = root_at(&at);
-        // Listed twice, the root is kept; listed once, `d` is watched and
-        // kept at its next listing.
         assert_eq!(list(&tree, &root, &at, || {}), ["d"]);
         assert_eq!(list(&tree, &root, &at, || {}), ["d"]);
         assert_eq!(list(&tree, &root, &d, || {}), ["old"]);
         assert_eq!(tree.stats().kept_dirs, 1);
+        (tmp, at, d, tree, root)
+    }
+
+    /// A read of `d` that began before `d` was replaced (`replace`) ends
+    /// while a read of the new `d` is under way: the old listing must not
+    /// be kept under the new directory's watch.
+    fn an_old_read_is_never_kept_for_a_new_directory(replace: impl FnOnce(&WarmTree, &Path)) {
+        let (_tmp, at, d, tree, root) = kept_root_and_seen_d();
 
         let (read_done, wait_read) = mpsc::channel();
         let (new_watched, wait_new) = mpsc::channel();
@@ -621,15 +647,7 @@ mod tests {
 
     #[test]
     fn a_directory_swapped_between_its_open_and_its_watch_is_not_kept() {
-        let tmp = tempfile::tempdir().unwrap();
-        let at = std::fs::canonicalize(tmp.path()).unwrap();
-        let d = at.join("d");
-        std::fs::create_dir_all(d.join("old")).unwrap();
-        let tree = WarmTree::default();
-        let root = root_at(&at);
-        list(&tree, &root, &at, || {});
-        list(&tree, &root, &at, || {});
-        list(&tree, &root, &d, || {});
+        let (_tmp, at, d, tree, root) = kept_root_and_seen_d();
         // Opened, then swapped and its parent listed (and kept) again by
         // another call, all before the watch: the swap's events are gone.
         let open = || {

@@ -430,6 +430,75 @@ fn bulk_reads_stay_inside_the_root() {
     for (i, line) in lines.iter().enumerate().skip(2) {
         assert!(line.starts_with("refused: "), "{}: {line}", dirs[i]);
     }
+
+    // stat-names: the entries of a directory inside, a symlink not followed
+    // (its own size, not its target's); a name that is not one plain
+    // component is looked at nowhere, and a directory outside is refused.
+    // The names travel joined by `/`, so `../x` arrives as `..` and `x`.
+    let outside_secret = outside.join("secret.txt").to_string_lossy().into_owned();
+    let too_long = "x".repeat(256);
+    let names = [
+        "inside.txt",
+        "abs-link",
+        "sub",
+        "missing",
+        "..",
+        ".",
+        "",
+        &outside_name,
+        "secret.txt",
+        &too_long,
+        "pipe",
+        "rel-link",
+    ];
+    let r = p.call("statnames", json!({ "paths": dirs, "names": names }));
+    assert!(
+        !r.text.contains(&format!("File {}", SECRET.len())),
+        "an outside file was stat'ed: {}",
+        r.text
+    );
+    let lines: Vec<&str> = r.text.lines().collect();
+    assert_eq!(lines.len(), dirs.len(), "{}", r.text);
+    let stats: Vec<&str> = lines[0].strip_prefix("stats: ").unwrap().split(", ").collect();
+    assert_eq!(stats.len(), names.len(), "{}", lines[0]);
+    assert_eq!(stats[0], "Kind::File 6");
+    assert_eq!(stats[1], format!("Kind::Symlink {}", outside_secret.len()));
+    assert!(stats[2].starts_with("Kind::Directory "), "{}", stats[2]);
+    for (name, stat) in names.iter().zip(&stats).skip(3).take(7) {
+        assert_eq!(*stat, "none", "{name:?}");
+    }
+    assert_eq!(stats[10], "Kind::Other 0", "a FIFO is stat'ed, never opened");
+    assert_eq!(
+        stats[11],
+        format!("Kind::Symlink {}", format!("../{outside_name}/secret.txt").len())
+    );
+    assert_eq!(lines[1], format!("stats: {}", vec!["none"; names.len()].join(", ")));
+    for (i, line) in lines.iter().enumerate().skip(2) {
+        assert!(line.starts_with("refused: "), "{}: {line}", dirs[i]);
+    }
+    // One call copies at most 16,384 names and 1 MiB of them (in process:
+    // such arguments are past what a command line holds).
+    let library = support::LibraryHost::new(&p);
+    let root_only = [root.to_string_lossy().into_owned()];
+    let r = library.call(
+        "statnames",
+        json!({ "paths": root_only, "names": vec!["inside.txt"; 16_384] }),
+    );
+    assert!(
+        r.text.starts_with("stats: Kind::File 6, "),
+        "{}",
+        r.text.chars().take(80).collect::<String>()
+    );
+    let r = library.call(
+        "statnames",
+        json!({ "paths": root_only, "names": vec!["inside.txt"; 16_385] }),
+    );
+    assert_eq!(r.text, "refused: more than 16384 names");
+    let r = library.call(
+        "statnames",
+        json!({ "paths": root_only, "names": vec!["x".repeat(255); 4_200] }),
+    );
+    assert_eq!(r.text, "refused: more than 1048576 bytes of names");
 }
 
 /// `read-files-containing` over more files than one answer holds: exactly

@@ -174,7 +174,7 @@ fn inspect_reports_what_a_component_imports() {
         ["read", "session", "parallel"],
         "code reads files, keeps the ledger and searches on every core; no ui, no process"
     );
-    assert_eq!(report["package"], "iota:toolset@0.1.0");
+    assert_eq!(report["package"], "iota:toolset@0.1.1");
     assert_eq!(report["tools"].as_array().unwrap().len(), 6);
     assert_eq!(report["sha256"].as_str().unwrap().len(), 64);
     // The other built-ins ask for exactly what their specs need.
@@ -204,8 +204,8 @@ fn inspect_reports_what_a_component_imports() {
         .iter()
         .filter_map(|i| i.as_str())
         .collect();
-    assert!(imports.contains(&"iota:toolset/files@0.1.0"), "{imports:?}");
-    assert!(imports.contains(&"iota:toolset/workers@0.1.0"), "{imports:?}");
+    assert!(imports.contains(&"iota:toolset/files@0.1.1"), "{imports:?}");
+    assert!(imports.contains(&"iota:toolset/workers@0.1.1"), "{imports:?}");
 }
 
 #[test]
@@ -231,6 +231,34 @@ fn the_rust_example_toolset_loads_answers_and_asks_only_to_read() {
     let caps = support::capability_names(&report);
     assert_eq!(caps, ["read"], "it reads files and asks for nothing else");
     assert_eq!(report["config"]["missing"], serde_json::json!([]));
+}
+
+/// A toolset built against `iota:toolset@0.1.0`, before `files.stat-names`
+/// came in 0.1.1, still loads and answers: the host's interfaces are a
+/// semver-compatible superset, and wasmtime resolves 0.1.0 names to them.
+/// The older build is today's example with every contract name set back
+/// to 0.1.0 (the same length, so the binary stays valid).
+#[test]
+fn a_toolset_built_against_the_previous_contract_version_still_loads() {
+    let built = std::fs::read(format!("{COMPONENTS}/todo.wasm")).unwrap();
+    let names = regex::bytes::Regex::new(r"(iota:toolset(/[a-z-]+)?)@0\.1\.1").unwrap();
+    let older = names.replace_all(&built, &b"${1}@0.1.0"[..]).into_owned();
+    assert!(
+        names.find(&older).is_none() && older != built,
+        "the example names the contract's version"
+    );
+    let p = Project::new();
+    let path = p.outside().join("todo-0.1.0.wasm");
+    std::fs::write(&path, &older).unwrap();
+    let report = support::inspect(&p, &path.to_string_lossy());
+    assert_eq!(report["package"], "iota:toolset@0.1.0");
+    assert_eq!(support::capability_names(&report), ["read"]);
+    let p = p.config(&format!(
+        "toolsets:\n  todo: {}\nagents:\n  a:\n    tools:\n      todo:\n",
+        path.display()
+    ));
+    p.write("b.txt", "FIXME later\n");
+    assert_eq!(p.call("todos", json!({})).text, "b.txt:1: FIXME later");
 }
 
 #[test]

@@ -566,7 +566,9 @@ fn a_background_job_outlives_the_idle_thread_that_started_it() {
         found
     });
     assert!(
-        !seen.iter().any(|text| text.contains("finished: exit") && !survived.is_match(text)),
+        !seen
+            .iter()
+            .any(|text| text.contains("finished: exit") && !survived.is_match(text)),
         "{seen:?}"
     );
 }

@@ -8,10 +8,12 @@
 //! which is stricter than the spec's lexical jail and is kept deliberately.
 
 use super::CallState;
-use super::bindings::iota::toolset::files::{Content, Entry, FileHead, HeadError, Host, Kind};
+use super::bindings::iota::toolset::files::{Content, Entry, EntryStat, FileHead, HeadError, Host, Kind};
 use anyhow::{Context as _, Result};
-use cap_primitives::fs::{OpenOptions, OpenOptionsExt};
-use iota_toolset::files::{NeedleSearch, modified_ns};
+use cap_primitives::fs::{FollowSymlinks, OpenOptions, OpenOptionsExt};
+use iota_toolset::files::{
+    MAX_STAT_NAME_BYTES, MAX_STAT_NAMES, NAME_SEPARATOR, NeedleSearch, is_statable_name, modified_ns, ns_since_epoch,
+};
 use iota_toolset::output::plain;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -187,12 +189,7 @@ impl Host for CallState {
 
     fn list_dir(&mut self, path: String) -> Result<Vec<Entry>, String> {
         let dir = Path::new(&path);
-        let (root, relative) = beneath(&self.files.roots, dir).ok_or("outside the project root")?;
-        let relative = if relative.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            relative
-        };
+        let (root, relative) = dir_beneath(&self.files.roots, dir)?;
         self.session.warm_tree().list(
             root,
             dir,
@@ -200,6 +197,53 @@ impl Host for CallState {
             list_opened,
         )
     }
+
+    fn stat_names(&mut self, path: String, names: String) -> Result<Vec<Option<EntryStat>>, String> {
+        let names = split_names(&names)?;
+        let (root, relative) = dir_beneath(&self.files.roots, Path::new(&path))?;
+        let dir = cap_primitives::fs::open_dir(&root.dir, relative).map_err(|e| e.to_string())?;
+        Ok(names.into_iter().map(|name| stat_name(&dir, name)).collect())
+    }
+}
+
+/// The names of one `stat-names` call, within its bounds.
+fn split_names(names: &str) -> Result<Vec<&str>, String> {
+    if names.len() > MAX_STAT_NAME_BYTES {
+        return Err(format!("more than {MAX_STAT_NAME_BYTES} bytes of names"));
+    }
+    if names.is_empty() {
+        return Ok(Vec::new());
+    }
+    let names: Vec<&str> = names.split(NAME_SEPARATOR).take(MAX_STAT_NAMES + 1).collect();
+    if names.len() > MAX_STAT_NAMES {
+        return Err(format!("more than {MAX_STAT_NAMES} names"));
+    }
+    Ok(names)
+}
+
+/// The preopen the directory `dir` lies in, and its path relative to it
+/// (`.` for the preopen itself).
+fn dir_beneath<'a>(roots: &'a [FilesRoot], dir: &'a Path) -> Result<(&'a FilesRoot, &'a Path), String> {
+    let (root, relative) = beneath(roots, dir).ok_or("outside the project root")?;
+    if relative.as_os_str().is_empty() {
+        return Ok((root, Path::new(".")));
+    }
+    Ok((root, relative))
+}
+
+/// `stat` of one entry of an opened directory, a symlink not followed; only
+/// a name that is exactly one plain path component is looked at, so the
+/// lookup never leaves `dir` (cap-std's single-component `fstatat`).
+fn stat_name(dir: &std::fs::File, name: &str) -> Option<EntryStat> {
+    if !is_statable_name(name) {
+        return None;
+    }
+    let meta = cap_primitives::fs::stat(dir, Path::new(name), FollowSymlinks::No).ok()?;
+    Some(EntryStat {
+        kind: kind_of(meta.file_type()),
+        size: meta.len(),
+        modified_ns: ns_since_epoch(meta.modified().map(|t| t.into_std())),
+    })
 }
 
 /// The entries of an opened directory, as `list-dir` answers them.
@@ -208,23 +252,28 @@ fn list_opened(dir: &std::fs::File) -> Result<Vec<Entry>, String> {
     let listed: Vec<Entry> = entries
         .filter_map(Result::ok)
         .take(MAX_DIR_ENTRIES + 1)
-        .map(|entry| {
-            let kind = match entry.file_type() {
-                Ok(t) if t.is_symlink() => Kind::Symlink,
-                Ok(t) if t.is_dir() => Kind::Directory,
-                Ok(t) if t.is_file() => Kind::File,
-                _ => Kind::Other,
-            };
-            Entry {
-                name: entry.file_name().to_string_lossy().into_owned(),
-                kind,
-            }
+        .map(|entry| Entry {
+            name: entry.file_name().to_string_lossy().into_owned(),
+            kind: entry.file_type().map_or(Kind::Other, kind_of),
         })
         .collect();
     if listed.len() > MAX_DIR_ENTRIES {
         return Err(format!("more than {MAX_DIR_ENTRIES} entries"));
     }
     Ok(listed)
+}
+
+/// What a directory entry of type `t` is; a symlink is not followed.
+fn kind_of(t: cap_primitives::fs::FileType) -> Kind {
+    if t.is_symlink() {
+        Kind::Symlink
+    } else if t.is_dir() {
+        Kind::Directory
+    } else if t.is_file() {
+        Kind::File
+    } else {
+        Kind::Other
+    }
 }
 
 /// One answer of `read-files` or `read-files-containing`: a prefix of

@@ -11,10 +11,12 @@
 
 use crate::{Ctx, fanout, walk};
 use iota_toolset::ToolResult;
+use iota_toolset::files::{self, modified_ns};
 use iota_toolset::output::join_capped;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::time::SystemTime;
+use std::collections::HashMap;
+use std::path::PathBuf;
 
 /// The tool's name.
 pub const NAME: &str = "glob";
@@ -55,14 +57,14 @@ fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
             entries,
         })
         .collect();
-    let mut found: Vec<(SystemTime, String)> = Vec::new();
+    let mut found: Vec<(u64, String)> = Vec::new();
     fanout::in_walk_order(
         PIECE,
         pieces,
         |piece| match_piece(ctx, piece),
         |matched: Vec<Match>| {
             let room = CANDIDATES - found.len();
-            found.extend(matched.into_iter().take(room).map(|m| (m.modified(), m.rel)));
+            found.extend(matched.into_iter().take(room).map(|m| (m.modified_ns, m.rel)));
             found.len() < CANDIDATES
         },
     )?;
@@ -100,14 +102,8 @@ struct Piece {
 #[derive(Serialize, Deserialize)]
 struct Match {
     rel: String,
-    secs: u64,
-    nanos: u32,
-}
-
-impl Match {
-    fn modified(&self) -> SystemTime {
-        SystemTime::UNIX_EPOCH + std::time::Duration::new(self.secs, self.nanos)
-    }
+    /// Nanoseconds since the Unix epoch (0 when unknown or earlier).
+    modified_ns: u64,
 }
 
 /// Runs one piece in a worker instance.
@@ -121,6 +117,9 @@ fn match_piece(ctx: &Ctx, piece: Piece) -> Vec<Match> {
         return Vec::new();
     };
     let mut found = Vec::new();
+    // Regular files are stat'ed after the walk, a directory's matches in one
+    // host call: a stat each through WASI was most of a glob's time.
+    let mut files_in: HashMap<PathBuf, Vec<(usize, String)>> = HashMap::new();
     for entry in walk::entries_of(&ctx.jail, piece.entries) {
         if entry.is_dir() {
             continue;
@@ -131,25 +130,36 @@ fn match_piece(ctx: &Ctx, piece: Piece) -> Vec<Match> {
         }
         // A symlink counts when it leads to a file inside the root; one that
         // leads out (or nowhere) is skipped, so no outside path is ever listed.
-        let meta = if entry.is_symlink() {
+        let modified_ns = if entry.is_symlink() {
             match std::fs::metadata(&entry.path) {
-                Ok(meta) if meta.is_file() => std::fs::symlink_metadata(&entry.path).ok(),
+                Ok(meta) if meta.is_file() => std::fs::symlink_metadata(&entry.path).map_or(0, |m| modified_ns(&m)),
                 _ => continue,
             }
         } else if entry.is_file() {
-            std::fs::symlink_metadata(&entry.path).ok()
+            if let (Some(dir), Some(name)) = (entry.path.parent(), entry.path.file_name().and_then(|n| n.to_str())) {
+                files_in
+                    .entry(dir.to_path_buf())
+                    .or_default()
+                    .push((found.len(), name.to_string()));
+            }
+            0
         } else {
             continue;
         };
-        let modified = meta.and_then(|m| m.modified().ok()).unwrap_or(SystemTime::UNIX_EPOCH);
-        let since = modified.duration_since(SystemTime::UNIX_EPOCH).unwrap_or_default();
-        found.push(Match {
-            rel,
-            secs: since.as_secs(),
-            nanos: since.subsec_nanos(),
-        });
+        found.push(Match { rel, modified_ns });
         if found.len() >= CANDIDATES {
             break;
+        }
+    }
+    for (dir, named) in files_in {
+        let (at, names): (Vec<usize>, Vec<String>) = named.into_iter().unzip();
+        // A directory gone since it was listed leaves its files at 0, as a
+        // failed stat of each would.
+        let Ok(stats) = files::stat_names(&dir.to_string_lossy(), &names) else {
+            continue;
+        };
+        for (i, stat) in at.into_iter().zip(stats) {
+            found[i].modified_ns = stat.map_or(0, |s| s.modified_ns);
         }
     }
     found

@@ -9,6 +9,7 @@
 use crate::Ctx;
 use crate::file_io::plain;
 use iota_toolset::ToolResult;
+use iota_toolset::files;
 use iota_toolset::jail::Jail;
 use iota_toolset::output::join_capped;
 use iota_toolset::size::human;
@@ -43,20 +44,40 @@ fn list(ctx: &Ctx, written: &str) -> Result<String, String> {
         _ => return Err(format!("not a directory: {written}")),
     }
     let read = std::fs::read_dir(&abs).map_err(|e| format!("cannot list {written}: {}", plain(&e)))?;
-    let mut rows: Vec<(String, String)> = Vec::new();
+    // Names, and the sizes of everything but directories, stat'ed together
+    // in one host call (WASI refuses to list a name that does not decode).
+    let mut listed: Vec<(String, Option<u64>)> = Vec::new();
+    let mut to_stat: Vec<(usize, String)> = Vec::new();
     for entry in read {
         let entry = entry.map_err(|e| format!("cannot list {written}: {}", plain(&e)))?;
         let name = entry.file_name().to_string_lossy().into_owned();
         // The entry's own type: a symlink is never shown as a directory.
-        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-        let row = if is_dir {
-            format!("{name}/")
+        let size = if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            None
         } else {
-            let size = std::fs::symlink_metadata(entry.path()).map(|m| m.len()).unwrap_or(0);
-            format!("{name} ({})", human(size))
+            to_stat.push((listed.len(), name.clone()));
+            Some(0)
         };
-        rows.push((name, row));
+        listed.push((name, size));
     }
+    let (at, names): (Vec<usize>, Vec<String>) = to_stat.into_iter().unzip();
+    // A directory gone since it was read leaves sizes at 0, as a failed
+    // stat of each entry would.
+    if let Ok(stats) = files::stat_names(&abs.to_string_lossy(), &names) {
+        for (i, stat) in at.into_iter().zip(stats) {
+            listed[i].1 = Some(stat.map_or(0, |s| s.size));
+        }
+    }
+    let mut rows: Vec<(String, String)> = listed
+        .into_iter()
+        .map(|(name, size)| {
+            let row = match size {
+                None => format!("{name}/"),
+                Some(size) => format!("{name} ({})", human(size)),
+            };
+            (name, row)
+        })
+        .collect();
     if rows.is_empty() {
         return Ok("[directory is empty]".to_string());
     }

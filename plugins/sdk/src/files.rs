@@ -4,7 +4,7 @@
 //! A component that reads many files (grep over a tree) pays a dozen WASI
 //! calls per file through the preopen; one `read-files` call reads a batch.
 
-pub use crate::bindings::iota::toolset::files::{Content, Entry, FileHead, HeadError, Kind};
+pub use crate::bindings::iota::toolset::files::{Content, Entry, EntryStat, FileHead, HeadError, Kind};
 
 /// Reads every path (absolute, inside the project root or a read-only
 /// directory), each whole when at most `max_size` bytes; one answer per path,
@@ -114,8 +114,13 @@ pub fn read_head(path: &str, max_size: u64) -> Result<FileHead, HeadError> {
 /// every reader of a file's time share it, so the same stat gives the same
 /// number everywhere.
 pub fn modified_ns(meta: &std::fs::Metadata) -> u64 {
-    meta.modified()
-        .ok()
+    ns_since_epoch(meta.modified())
+}
+
+/// A time as [`modified_ns`] reports it: nanoseconds since the Unix epoch,
+/// 0 when unknown or earlier.
+pub fn ns_since_epoch(time: std::io::Result<std::time::SystemTime>) -> u64 {
+    time.ok()
         .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
@@ -131,20 +136,104 @@ pub fn list_dir(path: &str) -> Result<Vec<Entry>, String> {
         let entries = std::fs::read_dir(path).map_err(|e| e.to_string())?;
         Ok(entries
             .filter_map(Result::ok)
-            .map(|entry| {
-                let kind = match entry.file_type() {
-                    Ok(t) if t.is_symlink() => Kind::Symlink,
-                    Ok(t) if t.is_dir() => Kind::Directory,
-                    Ok(t) if t.is_file() => Kind::File,
-                    _ => Kind::Other,
-                };
-                Entry {
-                    name: entry.file_name().to_string_lossy().into_owned(),
-                    kind,
-                }
+            .map(|entry| Entry {
+                name: entry.file_name().to_string_lossy().into_owned(),
+                kind: entry.file_type().map_or(Kind::Other, kind_of),
             })
             .collect())
     }
+}
+
+/// Names one `stat-names` call takes at most.
+pub const MAX_STAT_NAMES: usize = 16_384;
+/// Bytes of names, separators included, one `stat-names` call takes at most.
+pub const MAX_STAT_NAME_BYTES: usize = 1 << 20;
+/// What separates the names of a `stat-names` call: no name holds it.
+pub const NAME_SEPARATOR: char = '/';
+/// The longest name a directory entry has on Linux, in bytes.
+pub const NAME_MAX: usize = 255;
+
+/// `stat` of each of `names` in the directory at `path` (absolute, inside
+/// the project root or a read-only directory), a symlink not followed: a
+/// host call per 16,384 names instead of a WASI call each. `None` for a
+/// name that is not there, cannot be stat'ed or is not one plain path
+/// component.
+pub fn stat_names(path: &str, names: &[String]) -> Result<Vec<Option<EntryStat>>, String> {
+    let mut stats = Vec::with_capacity(names.len());
+    let mut rest = names;
+    while !rest.is_empty() {
+        // A name the host would not look at travels as `.` (which it answers
+        // `none`), so a `/` in it cannot split it into two.
+        let (mut joined, mut count) = (String::new(), 0);
+        for name in rest.iter().take(MAX_STAT_NAMES) {
+            let name = if is_statable_name(name) { name.as_str() } else { "." };
+            if count > 0 && joined.len() + 1 + name.len() > MAX_STAT_NAME_BYTES {
+                break;
+            }
+            if count > 0 {
+                joined.push(NAME_SEPARATOR);
+            }
+            joined.push_str(name);
+            count += 1;
+        }
+        stats.extend(stat_joined(path, &joined)?);
+        rest = &rest[count..];
+    }
+    Ok(stats)
+}
+
+/// One `stat-names` call.
+#[cfg(target_arch = "wasm32")]
+fn stat_joined(path: &str, joined: &str) -> Result<Vec<Option<EntryStat>>, String> {
+    crate::bindings::iota::toolset::files::stat_names(path, joined)
+}
+
+/// Natively, the stats `stat-names` would answer.
+#[cfg(not(target_arch = "wasm32"))]
+fn stat_joined(path: &str, joined: &str) -> Result<Vec<Option<EntryStat>>, String> {
+    let dir = std::path::Path::new(path);
+    if !dir.is_dir() {
+        return Err(format!("not a directory: {path}"));
+    }
+    let stat = |name: &str| {
+        let meta = std::fs::symlink_metadata(dir.join(name)).ok()?;
+        Some(EntryStat {
+            kind: kind_of(meta.file_type()),
+            size: meta.len(),
+            modified_ns: modified_ns(&meta),
+        })
+    };
+    Ok(joined
+        .split(NAME_SEPARATOR)
+        .map(|name| if is_statable_name(name) { stat(name) } else { None })
+        .collect())
+}
+
+/// What a directory entry of type `t` is, as `list-dir` reports it.
+#[cfg(not(target_arch = "wasm32"))]
+fn kind_of(t: std::fs::FileType) -> Kind {
+    if t.is_symlink() {
+        Kind::Symlink
+    } else if t.is_dir() {
+        Kind::Directory
+    } else if t.is_file() {
+        Kind::File
+    } else {
+        Kind::Other
+    }
+}
+
+/// Whether `stat-names` looks at `name`: exactly one plain path component
+/// (not empty, `.` or `..`, no `/`) of at most [`NAME_MAX`] bytes, so a
+/// lookup never leaves the directory it is made in.
+pub fn is_statable_name(name: &str) -> bool {
+    let mut components = std::path::Path::new(name).components();
+    // `a/` and `./a` parse to one component too: the name must be it.
+    name.len() <= NAME_MAX
+        && matches!(
+            (components.next(), components.next()),
+            (Some(std::path::Component::Normal(one)), None) if one == name
+        )
 }
 
 #[cfg(target_arch = "wasm32")]
@@ -246,6 +335,42 @@ fn read_some(paths: &[String], max_size: u64) -> Vec<Content> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// More names than one call takes are asked in several calls, each
+    /// answer at its name's index, and a name the host would not look at
+    /// (one with a `/` included) never shifts the others.
+    #[test]
+    fn stat_names_keeps_every_answer_at_its_index_across_calls() {
+        let dir = std::env::temp_dir().join(format!("iota-sdk-stat-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("d")).unwrap();
+        std::fs::write(dir.join("f"), "four").unwrap();
+        let long = "n".repeat(NAME_MAX);
+        let names: Vec<String> = (0..MAX_STAT_NAMES * 2 + 7)
+            .map(|i| match i % 6 {
+                0 => "f".to_string(),
+                1 => "d/f".to_string(),
+                2 => "d".to_string(),
+                3 => String::new(),
+                4 => long.clone(),
+                _ => "..".to_string(),
+            })
+            .collect();
+        let stats = stat_names(&dir.to_string_lossy(), &names).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(stats.len(), names.len());
+        for (i, stat) in stats.iter().enumerate() {
+            match i % 6 {
+                0 => assert!(
+                    matches!(stat, Some(s) if matches!(s.kind, Kind::File) && s.size == 4),
+                    "{i}"
+                ),
+                2 => assert!(matches!(stat, Some(s) if matches!(s.kind, Kind::Directory)), "{i}"),
+                _ => assert!(stat.is_none(), "{i}"),
+            }
+        }
+        // A call's bytes bound it too: names of NAME_MAX bytes, fewer per call.
+        const { assert!(MAX_STAT_NAMES * (NAME_MAX + 1) > MAX_STAT_NAME_BYTES) };
+    }
 
     /// The native fallback answers as the host does: only files with a
     /// needle (case folded when asked), too large and unreadable ones too.

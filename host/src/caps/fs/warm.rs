@@ -54,8 +54,10 @@ use nix::poll::{PollFd, PollFlags, PollTimeout};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use nix::sys::statfs::{self, FsType};
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::ffi::{OsStr, OsString};
 use std::ops::Bound;
 use std::os::fd::{AsFd, AsRawFd};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -116,7 +118,7 @@ struct State {
     /// tree, a search that repeats one builds it. A hint, not a fact about
     /// the files, so it outlives `clear` (a shell command between two
     /// searches does not make the next one a first again).
-    seen: HashSet<PathBuf>,
+    seen: HashSet<OsString>,
 }
 
 /// The kept directories and the inotify instance watching them.
@@ -124,9 +126,11 @@ struct Watched {
     inotify: Inotify,
     /// `/proc/self/mountinfo`, polled for mounts and unmounts.
     mounts: std::fs::File,
-    /// Every watched directory by its absolute path; [`BTreeMap`] so a
-    /// subtree is one range.
-    dirs: BTreeMap<PathBuf, Dir>,
+    /// Every watched directory by its absolute path, compared as bytes
+    /// (`Path`'s own order parses both paths into components at every
+    /// comparison, which was a tenth of a warm glob); [`BTreeMap`] so a
+    /// subtree is one range ([`Watched::forget_below`]).
+    dirs: BTreeMap<OsString, Dir>,
     paths: HashMap<WatchDescriptor, PathBuf>,
     /// The directory each root path was when its listings were read.
     roots: HashMap<PathBuf, Identity>,
@@ -228,12 +232,12 @@ impl WarmTree {
         };
         watched.drain();
         watched.same_root(&root.at, root_identity);
-        if let Some(listing) = watched.dirs.get(dir).and_then(|d| d.listing.clone()) {
+        if let Some(listing) = watched.dirs.get(dir.as_os_str()).and_then(|d| d.listing.clone()) {
             return Lookup::Kept(listing);
         }
-        if !seen.contains(dir) {
+        if !seen.contains(dir.as_os_str()) {
             if seen.len() < MAX_ENTRIES {
-                seen.insert(dir.to_path_buf());
+                seen.insert(dir.as_os_str().to_owned());
             }
             return Lookup::Read;
         }
@@ -315,7 +319,7 @@ impl Watched {
             return false;
         }
         self.dirs
-            .get(parent)
+            .get(parent.as_os_str())
             .and_then(|p| p.listing.as_ref())
             .is_some_and(|listing| {
                 listing
@@ -329,7 +333,7 @@ impl Watched {
     /// another directory that was at this path).
     fn watch(&mut self, dir: &Path, opened: &std::fs::File, facts: Opened) -> Option<u64> {
         let opened_identity = facts.identity;
-        if let Some(known) = self.dirs.get(dir) {
+        if let Some(known) = self.dirs.get(dir.as_os_str()) {
             return (known.identity == opened_identity).then_some(known.stamp);
         }
         if self.dirs.len() >= self.max_watches || self.entries >= MAX_ENTRIES || !facts.local {
@@ -345,7 +349,7 @@ impl Watched {
         let stamp = self.next_stamp();
         self.paths.insert(wd, dir.to_path_buf());
         self.dirs.insert(
-            dir.to_path_buf(),
+            dir.as_os_str().to_owned(),
             Dir {
                 wd,
                 identity: opened_identity,
@@ -359,7 +363,7 @@ impl Watched {
 
     /// The stamp of `dir`'s record (`None` for no directory or no record).
     fn stamp_of(&self, dir: Option<&Path>) -> Option<u64> {
-        self.dirs.get(dir?).map(|d| d.stamp)
+        self.dirs.get(dir?.as_os_str()).map(|d| d.stamp)
     }
 
     /// Keeps `listing` for `dir` if the watch record it was read under
@@ -369,7 +373,9 @@ impl Watched {
         if !self.may_keep(dir, parent) || self.entries + listing.len() > MAX_ENTRIES {
             return;
         }
-        let Some(kept) = self.dirs.get_mut(dir) else { return };
+        let Some(kept) = self.dirs.get_mut(dir.as_os_str()) else {
+            return;
+        };
         if kept.stamp != stamp || kept.listing.is_some() {
             return;
         }
@@ -442,7 +448,7 @@ impl Watched {
     /// a read of it under way is not kept either.
     fn unlist(&mut self, dir: &Path) {
         let stamp = self.next_stamp();
-        if let Some(kept) = self.dirs.get_mut(dir) {
+        if let Some(kept) = self.dirs.get_mut(dir.as_os_str()) {
             kept.stamp = stamp;
             if let Some(listing) = kept.listing.take() {
                 self.entries -= listing.len();
@@ -452,11 +458,21 @@ impl Watched {
 
     /// Drops `top` and everything watched below it, watches too.
     fn forget_below(&mut self, top: &Path) {
-        let below: Vec<PathBuf> = self
-            .dirs
-            .range::<Path, _>((Bound::Included(top), Bound::Unbounded))
-            .take_while(|(path, _)| path.starts_with(top))
-            .map(|(path, _)| path.clone())
+        // In byte order the paths below `top` are exactly those that start
+        // with `top/`, and they are contiguous (`top-x` may sort between
+        // `top` and them, so the range starts at `top/`, not at `top`).
+        let mut prefix = top.as_os_str().as_bytes().to_vec();
+        if prefix.last() != Some(&b'/') {
+            prefix.push(b'/');
+        }
+        let prefix = OsString::from_vec(prefix);
+        let below: Vec<OsString> = std::iter::once(top.as_os_str().to_owned())
+            .chain(
+                self.dirs
+                    .range::<OsStr, _>((Bound::Included(prefix.as_os_str()), Bound::Unbounded))
+                    .take_while(|(path, _)| path.as_bytes().starts_with(prefix.as_bytes()))
+                    .map(|(path, _)| path.clone()),
+            )
             .collect();
         for path in below {
             if let Some(gone) = self.dirs.remove(&path) {
@@ -565,6 +581,33 @@ fn reports_every_change(dir: &std::fs::File) -> bool {
 mod tests {
     use super::*;
     use std::sync::mpsc;
+
+    /// Paths compare as bytes, where `b-x` and `b.y` sort between `b` and
+    /// `b/c`: forgetting `b` drops `b` and everything below it, nothing else.
+    #[test]
+    fn forgetting_a_directory_drops_exactly_its_subtree() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(tmp.path()).unwrap();
+        let stamps = Arc::new(AtomicU64::new(0));
+        let mut slot = None;
+        let watched = Watched::get(&mut slot, &stamps).unwrap();
+        for name in ["b", "b-x", "b.y", "b/c", "b/c/d", "bc"] {
+            let dir = base.join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            let opened = std::fs::File::open(&dir).unwrap();
+            let facts = Opened::examine(&opened).unwrap();
+            assert!(watched.watch(&dir, &opened, facts).is_some(), "{name} is watched");
+        }
+        watched.forget_below(&base.join("b"));
+        let left: Vec<String> = watched
+            .dirs
+            .keys()
+            .map(|k| Path::new(k).strip_prefix(&base).unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(left, ["b-x", "b.y", "bc"]);
+        assert_eq!(watched.paths.len(), 3);
+        assert_eq!(watched.entries, 3);
+    }
 
     fn root_at(at: &Path) -> FilesRoot {
         FilesRoot {

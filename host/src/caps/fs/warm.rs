@@ -537,7 +537,10 @@ fn watch_budget() -> usize {
 fn real_parent(root: &FilesRoot, dir: &Path) -> Option<Option<PathBuf>> {
     let relative = dir.strip_prefix(&root.at).ok()?;
     if relative.as_os_str().is_empty() {
-        return (dir == root.at.as_path()).then_some(None);
+        // As bytes: `//root` and `/./root` are the root to `Path`'s `==`,
+        // but their keys would be other bytes, which `forget_below` of the
+        // root (a renamed parent, `same_root`) would not reach.
+        return (dir.as_os_str() == root.at.as_os_str()).then_some(None);
     }
     if !relative.components().all(|c| matches!(c, Component::Normal(_))) {
         return None;
@@ -607,6 +610,27 @@ mod tests {
         assert_eq!(left, ["b-x", "b.y", "bc"]);
         assert_eq!(watched.paths.len(), 3);
         assert_eq!(watched.entries, 3);
+    }
+
+    /// Only the root's own spelling is the root: another spelling of it
+    /// would be kept under other bytes, out of reach of the root's checks.
+    #[test]
+    fn only_the_roots_exact_path_is_a_real_path() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(tmp.path()).unwrap();
+        let root = root_at(&base);
+        let at = base.to_string_lossy().into_owned();
+        assert_eq!(real_parent(&root, &base), Some(None));
+        assert_eq!(real_parent(&root, &base.join("a")), Some(Some(base.clone())));
+        for other in [
+            format!("/{at}"),
+            format!("/.{at}"),
+            format!("{at}/"),
+            format!("{at}/."),
+            format!("{at}//a"),
+        ] {
+            assert_eq!(real_parent(&root, Path::new(&other)), None, "{other}");
+        }
     }
 
     fn root_at(at: &Path) -> FilesRoot {

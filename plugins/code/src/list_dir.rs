@@ -44,36 +44,33 @@ fn list(ctx: &Ctx, written: &str) -> Result<String, String> {
         _ => return Err(format!("not a directory: {written}")),
     }
     let read = std::fs::read_dir(&abs).map_err(|e| format!("cannot list {written}: {}", plain(&e)))?;
-    // Names, and the sizes of everything but directories, stat'ed together
-    // in one host call (WASI refuses to list a name that does not decode).
-    let mut listed: Vec<(String, Option<u64>)> = Vec::new();
-    let mut to_stat: Vec<(usize, String)> = Vec::new();
+    // Each entry's name and whether it is a directory (its own type: a
+    // symlink is never shown as one); the others' sizes come from one host
+    // call (WASI refuses to list a name that does not decode).
+    let mut listed: Vec<(String, bool)> = Vec::new();
     for entry in read {
         let entry = entry.map_err(|e| format!("cannot list {written}: {}", plain(&e)))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        // The entry's own type: a symlink is never shown as a directory.
-        let size = if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            None
-        } else {
-            to_stat.push((listed.len(), name.clone()));
-            Some(0)
-        };
-        listed.push((name, size));
+        let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+        listed.push((entry.file_name().to_string_lossy().into_owned(), is_dir));
     }
-    let (at, names): (Vec<usize>, Vec<String>) = to_stat.into_iter().unzip();
-    // A directory gone since it was read leaves sizes at 0, as a failed
-    // stat of each entry would.
-    if let Ok(stats) = files::stat_names(&abs.to_string_lossy(), &names) {
-        for (i, stat) in at.into_iter().zip(stats) {
-            listed[i].1 = Some(stat.map_or(0, |s| s.size));
-        }
-    }
+    let others: Vec<String> = listed
+        .iter()
+        .filter(|(_, is_dir)| !is_dir)
+        .map(|(name, _)| name.clone())
+        .collect();
+    // In the same order as `others`; a directory gone since it was read
+    // leaves sizes at 0, as a failed stat of each entry would.
+    let mut sizes = files::stat_names(&abs.to_string_lossy(), &others)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|stat| stat.map_or(0, |s| s.size));
     let mut rows: Vec<(String, String)> = listed
         .into_iter()
-        .map(|(name, size)| {
-            let row = match size {
-                None => format!("{name}/"),
-                Some(size) => format!("{name} ({})", human(size)),
+        .map(|(name, is_dir)| {
+            let row = if is_dir {
+                format!("{name}/")
+            } else {
+                format!("{name} ({})", human(sizes.next().unwrap_or(0)))
             };
             (name, row)
         })

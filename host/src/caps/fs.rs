@@ -68,6 +68,20 @@ pub const MAX_NEEDLE_BYTES: usize = 64 << 10;
 pub struct FilesRoot {
     at: PathBuf,
     dir: std::fs::File,
+    /// `dir`'s device and inode, read once: an open descriptor's never
+    /// change, and the warm tree compares them at every lookup.
+    identity: Option<warm::Identity>,
+}
+
+impl FilesRoot {
+    /// The directory opened at `at`, as `read-files` and the warm tree see it.
+    fn new(at: &Path, dir: std::fs::File) -> FilesRoot {
+        FilesRoot {
+            at: at.to_path_buf(),
+            identity: warm::identity(&dir),
+            dir,
+        }
+    }
 }
 
 /// What `iota:toolset/files` works with in one store: the preopens, and the
@@ -142,10 +156,7 @@ pub fn preopen(
         .map(|at| {
             let dir = cap_primitives::fs::open_ambient_dir(at, cap_primitives::ambient_authority())
                 .with_context(|| format!("cannot open {}", at.display()))?;
-            Ok(FilesRoot {
-                at: at.to_path_buf(),
-                dir,
-            })
+            Ok(FilesRoot::new(at, dir))
         })
         .collect::<Result<_>>()?;
     Ok(Files { roots, needles: None })

@@ -143,7 +143,7 @@ struct Watched {
 }
 
 /// A directory's device and inode.
-type Identity = (u64, u64);
+pub(super) type Identity = (u64, u64);
 
 /// What a lookup found for a directory.
 enum Lookup {
@@ -222,7 +222,7 @@ impl WarmTree {
 
     /// What the tree says of `dir` now, under its lock, after draining.
     fn look_up(&self, root: &FilesRoot, dir: &Path, parent: Option<&Path>) -> Lookup {
-        let Some(root_identity) = identity(&root.dir) else {
+        let Some(root_identity) = root.identity else {
             return Lookup::Read;
         };
         let mut state = self.inner.lock().unwrap();
@@ -389,13 +389,25 @@ impl Watched {
             // Nothing to make untrue (a mount seen later still drops all).
             return;
         }
-        let mut mounts = [PollFd::new(self.mounts.as_fd(), PollFlags::POLLPRI)];
+        // One system call for both: a lookup that finds nothing pending
+        // (the common case, once per directory of a warm walk) makes no other.
+        let mut fds = [
+            PollFd::new(self.mounts.as_fd(), PollFlags::POLLPRI),
+            PollFd::new(self.inotify.as_fd(), PollFlags::POLLIN),
+        ];
         let changed = PollFlags::POLLPRI | PollFlags::POLLERR;
-        match nix::poll::poll(&mut mounts, PollTimeout::ZERO) {
-            Ok(0) => {}
-            // A mount or unmount (reported once per change), or no answer.
-            _ if mounts[0].revents().is_some_and(|r| !r.intersects(changed)) => {}
-            _ => self.forget_all(),
+        let (mounts, events) = match nix::poll::poll(&mut fds, PollTimeout::ZERO) {
+            Ok(0) => return,
+            Ok(_) => (fds[0].revents(), fds[1].revents()),
+            // No answer: trust nothing, and read whatever is queued.
+            Err(_) => (None, Some(PollFlags::POLLIN)),
+        };
+        // A mount or unmount (reported once per change), or no answer.
+        if mounts.is_none_or(|r| r.intersects(changed)) {
+            self.forget_all();
+        }
+        if events.is_some_and(|r| r.is_empty()) {
+            return;
         }
         loop {
             let events = match self.inotify.read_events() {
@@ -515,7 +527,7 @@ impl Opened {
 }
 
 /// `file`'s device and inode.
-fn identity(file: &std::fs::File) -> Option<Identity> {
+pub(super) fn identity(file: &std::fs::File) -> Option<Identity> {
     file.metadata().ok().map(|m| (m.dev(), m.ino()))
 }
 
@@ -634,10 +646,7 @@ mod tests {
     }
 
     fn root_at(at: &Path) -> FilesRoot {
-        FilesRoot {
-            at: at.to_path_buf(),
-            dir: std::fs::File::open(at).unwrap(),
-        }
+        FilesRoot::new(at, std::fs::File::open(at).unwrap())
     }
 
     /// `dir`'s listing through the tree, opened and read for real; `during`

@@ -12,6 +12,7 @@
 use crate::{Ctx, fanout, walk};
 use iota_toolset::ToolResult;
 use iota_toolset::files::{self, modified_ns};
+use iota_toolset::jail::path_text;
 use iota_toolset::output::join_capped;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -125,7 +126,8 @@ fn match_piece(ctx: &Ctx, piece: Piece) -> Vec<Match> {
             continue;
         }
         let rel = ctx.jail.relative(&entry.path);
-        if !matcher.is_match(&rel) {
+        // By the text itself: a `Path` would be decoded again, byte by byte.
+        if !matcher.is_match_candidate(&globset::Candidate::from_bytes(rel.as_bytes())) {
             continue;
         }
         // A symlink counts when it leads to a file inside the root; one that
@@ -155,7 +157,7 @@ fn match_piece(ctx: &Ctx, piece: Piece) -> Vec<Match> {
         let (at, names): (Vec<usize>, Vec<String>) = named.into_iter().unzip();
         // A directory gone since it was listed leaves its files at 0, as a
         // failed stat of each would.
-        let Ok(stats) = files::stat_names(&dir.to_string_lossy(), &names) else {
+        let Ok(stats) = files::stat_names(&path_text(&dir), &names) else {
             continue;
         };
         for (i, stat) in at.into_iter().zip(stats) {
@@ -167,24 +169,26 @@ fn match_piece(ctx: &Ctx, piece: Piece) -> Vec<Match> {
 
 thread_local! {
     /// Compiling the glob was a quarter of a piece's time.
-    static LAST: fanout::LastCompiled<String, globset::GlobMatcher> = const { fanout::LastCompiled::new() };
+    static LAST: fanout::LastCompiled<String, globset::GlobSet> = const { fanout::LastCompiled::new() };
 }
 
 /// Compiles a glob the way the spec reads it: `*` and `?` stay inside one
 /// path segment, and a pattern without `/` matches at any depth.
-pub fn compile(pattern: &str) -> Result<globset::GlobMatcher, String> {
+pub fn compile(pattern: &str) -> Result<globset::GlobSet, String> {
     let full = if pattern.contains('/') {
         pattern.to_string()
     } else {
         format!("**/{pattern}")
     };
     let full = full.strip_prefix("./").unwrap_or(&full);
-    globset::GlobBuilder::new(full)
+    let glob = globset::GlobBuilder::new(full)
         .literal_separator(true)
         .backslash_escape(true)
         .build()
-        .map(|g| g.compile_matcher())
-        .map_err(|_| format!("invalid glob pattern: {pattern}"))
+        .map_err(|_| format!("invalid glob pattern: {pattern}"))?;
+    // A set of one, not the glob's own matcher: a set picks a strategy
+    // (`**/*.rs` compares extensions) where the matcher always runs a regex.
+    globset::GlobSet::new([glob]).map_err(|_| format!("invalid glob pattern: {pattern}"))
 }
 
 #[cfg(test)]
@@ -200,6 +204,15 @@ mod tests {
         assert!(m.is_match("cmd/a.go"));
         assert!(!m.is_match("cmd/x/a.go"));
         assert!(compile("src/**/*.rs").unwrap().is_match("src/a/b/c.rs"));
+        // Patterns a set answers without its regex: an extension, a name.
+        let m = compile("*.toml").unwrap();
+        assert!(m.is_match("Cargo.toml") && m.is_match("a/b/Cargo.toml"));
+        assert!(!m.is_match("a.toml/b") && !m.is_match("a/b.toml.orig"));
+        let m = compile("Cargo.toml").unwrap();
+        assert!(m.is_match("Cargo.toml") && m.is_match("x/Cargo.toml"));
+        assert!(!m.is_match("x/ACargo.toml") && !m.is_match("Cargo.toml/x"));
+        let m = compile("src/*.rs").unwrap();
+        assert!(m.is_match("src/a.rs") && !m.is_match("src/a/b.rs") && !m.is_match("x/src/a.rs"));
         assert_eq!(compile("a[").unwrap_err(), "invalid glob pattern: a[");
     }
 }

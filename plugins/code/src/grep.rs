@@ -19,6 +19,7 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use iota_toolset::ToolResult;
 use iota_toolset::files::{self, Content};
+use iota_toolset::jail::path_text;
 use iota_toolset::output::{OUTPUT_CAP, clip};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -254,7 +255,7 @@ fn candidates(
                 continue;
             }
         }
-        batch.paths.push(entry.path.to_string_lossy().into_owned());
+        batch.paths.push(path_text(&entry.path).into_owned());
         batch.rels.push(rel);
         if batch.paths.len() == BATCH {
             break;

@@ -9,7 +9,7 @@
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use iota_toolset::files::{self, Kind};
-use iota_toolset::jail::Jail;
+use iota_toolset::jail::{Jail, path_text};
 use std::path::{Path, PathBuf};
 
 /// One entry of the walk; serialized as `[path, kind]` to travel to a worker.
@@ -128,7 +128,7 @@ impl Walk {
     /// The entries of `dir` the walk shows, sorted by name; an unreadable
     /// directory has none.
     fn children(&self, dir: &Path) -> Vec<Entry> {
-        let Ok(mut listed) = files::list_dir(&dir.to_string_lossy()) else {
+        let Ok(mut listed) = files::list_dir(&path_text(dir)) else {
             return Vec::new();
         };
         // By the names as listed: comparing the paths' file names parses

@@ -8,6 +8,7 @@
 //! leaves the root, and [`Jail::is_escape`] recognises that refusal so the
 //! model reads the same jail message for both.
 
+use std::borrow::Cow;
 use std::path::{Component, Path, PathBuf};
 
 /// The project root and the rules for paths under it.
@@ -71,7 +72,7 @@ impl Jail {
             .and_then(|rest| rest.strip_prefix(b"/"))
             && is_clean_relative(rest)
         {
-            return String::from_utf8_lossy(rest).into_owned();
+            return lossy(rest).into_owned();
         }
         match path.strip_prefix(&self.root) {
             Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
@@ -86,6 +87,22 @@ impl Jail {
         // errno 63 is EPERM in wasi-libc's numbering; natively there is no preopen.
         cfg!(target_os = "wasi") && err.raw_os_error() == Some(63)
     }
+}
+
+/// `bytes` as text, invalid UTF-8 replaced by U+FFFD: what
+/// `String::from_utf8_lossy` gives, through `str::from_utf8`'s check first.
+/// Names are almost always valid, and the lossy decoder goes byte by byte
+/// where the check takes words: a walk decodes every path it meets.
+pub fn lossy(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
+    }
+}
+
+/// A path as text, as `Path::to_string_lossy` gives it (by [`lossy`]).
+pub fn path_text(path: &Path) -> Cow<'_, str> {
+    lossy(path.as_os_str().as_encoded_bytes())
 }
 
 /// Whether `rest` is a relative path of plain names joined by single `/`s
@@ -128,6 +145,20 @@ pub fn clean(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lossy_decodes_as_the_std_lossy_decoder() {
+        for bytes in [
+            &b"src/main.rs"[..],
+            "caf\u{e9}/\u{1f980}".as_bytes(),
+            b"a\xffb",
+            b"\xe2\x82",
+            b"",
+        ] {
+            assert_eq!(lossy(bytes), String::from_utf8_lossy(bytes));
+        }
+        assert!(matches!(lossy(b"plain"), Cow::Borrowed("plain")));
+    }
 
     fn jail() -> Jail {
         Jail::new("/home/u/project")

@@ -181,14 +181,15 @@ pub fn compile(pattern: &str) -> Result<globset::GlobSet, String> {
         format!("**/{pattern}")
     };
     let full = full.strip_prefix("./").unwrap_or(&full);
+    let invalid = |_| format!("invalid glob pattern: {pattern}");
     let glob = globset::GlobBuilder::new(full)
         .literal_separator(true)
         .backslash_escape(true)
         .build()
-        .map_err(|_| format!("invalid glob pattern: {pattern}"))?;
+        .map_err(invalid)?;
     // A set of one, not the glob's own matcher: a set picks a strategy
     // (`**/*.rs` compares extensions) where the matcher always runs a regex.
-    globset::GlobSet::new([glob]).map_err(|_| format!("invalid glob pattern: {pattern}"))
+    globset::GlobSet::new([glob]).map_err(invalid)
 }
 
 #[cfg(test)]

@@ -150,6 +150,52 @@ fn a_result_over_the_output_limit_is_dropped_with_an_error_naming_it() {
     assert_eq!(rs[0].text.len(), 4 << 20);
 }
 
+/// Every way a component hands the host data is bounded by the host, not by
+/// the component's memory: one crossing (strings aliasing one buffer are
+/// copied each), the session state it keeps across calls, and the task data
+/// a call holds.
+#[test]
+fn a_component_cannot_make_the_host_hold_more_than_its_bounds() {
+    let p = hostile("process, parallel");
+    let mib = 1 << 20;
+    let rs = p.calls(&[
+        // 24 paths aliasing one 4 MiB buffer: 96 MiB, past the 64 MiB memory limit
+        // (and under wasmtime's own default of 128 MiB).
+        ("alias", json!({"size": 4 * mib, "count": 24})),
+        ("alias", json!({"size": 4 * mib, "count": 12})),
+        ("keep", json!({"size": mib, "count": 100})),
+        ("keep", json!({"size": mib, "count": 60})),
+        ("fanout", json!({"pad": 12 * mib, "count": 6})),
+        ("echo", json!({})),
+    ]);
+    assert_eq!(
+        rs[0].text,
+        "toolset \"hostile\" handed the host more than 64 MiB in one crossing and was stopped"
+    );
+    assert!(rs[0].is_error);
+    assert_eq!(rs[1].text, "12 answers", "48 MiB in one crossing is allowed");
+    assert_eq!(
+        rs[2].text,
+        "toolset \"hostile\" kept more than 64 MiB in its session state and was stopped"
+    );
+    assert!(rs[2].is_error);
+    assert_eq!(rs[3].text, "kept 60", "values replaced under the same keys fit again");
+    let lines: Vec<&str> = rs[4].text.lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "submit refused: too much task data held (inputs and results, at most 64 MiB): wait for some first",
+            "task ok: 12582917 bytes",
+            "task ok: 12582917 bytes",
+            "task ok: 12582917 bytes",
+            "task ok: 12582917 bytes",
+            "task ok: 12582917 bytes",
+        ],
+        "five 12 MiB inputs are held, a sixth is not"
+    );
+    assert!(!rs[5].is_error, "the set works after each refusal");
+}
+
 #[test]
 fn a_tool_name_collision_fails_the_load_naming_both_sets() {
     let p = Project::new().config(&format!(
@@ -197,7 +243,10 @@ fn inspect_reports_what_a_component_imports() {
     assert!(text.contains("process  run commands in the shell sandbox"), "{text}");
     // Its bulk reads count as `read` (see also caps' unit test), its tasks as `parallel`.
     let hostile = support::inspect(&p, &format!("{COMPONENTS}/hostile.wasm"));
-    assert_eq!(support::capability_names(&hostile), ["read", "process", "parallel"]);
+    assert_eq!(
+        support::capability_names(&hostile),
+        ["read", "session", "process", "parallel"]
+    );
     let imports: Vec<&str> = hostile["imports"]
         .as_array()
         .unwrap()

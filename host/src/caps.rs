@@ -33,6 +33,8 @@ pub mod bindings {
             "iota:toolset/ui.choose": trappable,
             "iota:toolset/ui.confirm": trappable,
             "iota:toolset/process.run": trappable,
+            // A set past its session state cap is stopped.
+            "iota:toolset/session.set": trappable,
         },
     });
 }

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// the session's background jobs and removes its private /tmp.
 #[derive(Debug)]
 pub struct Session {
-    state: Mutex<HashMap<(String, String), Vec<u8>>>,
+    state: Mutex<ToolsetState>,
     approved: Mutex<HashSet<(String, String)>>,
     jobs: Arc<Jobs>,
     private_tmp: OnceLock<PathBuf>,
@@ -23,6 +23,32 @@ pub struct Session {
     cancellations: AtomicU64,
     warm_tree: crate::caps::fs::WarmTree,
 }
+
+/// What the toolsets keep in one session (`iota:toolset/session`).
+#[derive(Debug, Default)]
+struct ToolsetState {
+    values: HashMap<(String, String), Vec<u8>>,
+    /// Bytes of keys and values each set keeps, against [`STATE_CAP`].
+    bytes: HashMap<String, usize>,
+}
+
+/// Bytes of keys and values one toolset may keep in one session. Each `set`
+/// copies at most one crossing's worth, but a set may call it without end
+/// (new keys, or one value aliased in its memory), so the host bounds the
+/// sum rather than trusting the component's memory limit to.
+pub const STATE_CAP: usize = 64 << 20;
+
+/// A `set` that would take a toolset's session state past [`STATE_CAP`].
+#[derive(Debug)]
+pub struct StateFull;
+
+impl std::fmt::Display for StateFull {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "session state over {} MiB", STATE_CAP >> 20)
+    }
+}
+
+impl std::error::Error for StateFull {}
 
 /// The session's sandboxed processes, stopped until this is dropped
 /// ([`Session::pause_sandboxes`]).
@@ -218,16 +244,25 @@ impl Session {
         self.state
             .lock()
             .unwrap()
+            .values
             .get(&(set.to_string(), key.to_string()))
             .cloned()
     }
 
-    /// Stores `value` under `key` for `set`.
-    pub fn set(&self, set: &str, key: &str, value: Vec<u8>) {
-        self.state
-            .lock()
-            .unwrap()
-            .insert((set.to_string(), key.to_string()), value);
+    /// Stores `value` under `key` for `set`, unless the set's keys and values
+    /// would then take more than [`STATE_CAP`] bytes: then nothing changes.
+    pub fn set(&self, set: &str, key: &str, value: Vec<u8>) -> Result<(), StateFull> {
+        let mut state = self.state.lock().unwrap();
+        let entry = (set.to_string(), key.to_string());
+        let replaced = state.values.get(&entry).map_or(0, |old| key.len() + old.len());
+        let kept = state.bytes.get(set).copied().unwrap_or(0) - replaced;
+        let total = kept.saturating_add(key.len() + value.len());
+        if total > STATE_CAP {
+            return Err(StateFull);
+        }
+        state.bytes.insert(entry.0.clone(), total);
+        state.values.insert(entry, value);
+        Ok(())
     }
 
     /// Whether the user allowed `tool` of `set` for the rest of the session.
@@ -244,5 +279,29 @@ impl Session {
             .lock()
             .unwrap()
             .insert((set.to_string(), tool.to_string()));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn toolset_state_is_capped_per_set() {
+        let session = Session::new();
+        let mib = vec![0u8; 1 << 20];
+        for i in 0..63 {
+            session.set("a", &format!("k{i}"), mib.clone()).unwrap();
+        }
+        // Keys count too: a 64th MiB value no longer fits.
+        assert!(session.set("a", "k63", mib.clone()).is_err());
+        assert_eq!(session.get("a", "k63"), None, "a refused set changes nothing");
+        // Replacing a value counts only the difference.
+        session.set("a", "k0", vec![1u8; 1 << 20]).unwrap();
+        session.set("a", "k1", Vec::new()).unwrap();
+        session.set("a", "k63", mib.clone()).unwrap();
+        // Another set has its own allowance.
+        session.set("b", "k", mib).unwrap();
+        assert_eq!(session.get("a", "k0").unwrap()[0], 1);
     }
 }

@@ -12,7 +12,7 @@ use crate::caps::{self, CallState, MemoryLimiter};
 use crate::config::{Capability, Limits};
 use crate::describe_cache;
 use crate::engine::Engine;
-use crate::session::Session;
+use crate::session::{Session, StateFull};
 use crate::shell::ShellToolset;
 use crate::toolset::{ToolResult, ToolSpec, Toolset};
 use std::borrow::Cow;
@@ -356,6 +356,7 @@ impl WasmToolset {
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|s| &mut s.limiter);
+        store.set_hostcall_fuel(self.crossing_cap());
         // Every tick checks for a cancellation of the session's calls (and for
         // a task, of the call it is part of); the time limit is the tick
         // count, so a call stops at whichever comes first.
@@ -414,10 +415,38 @@ impl WasmToolset {
         ))
     }
 
+    /// Bytes one crossing may copy out of the component: the arguments of
+    /// one import call, or one export's results. Lists of strings are copied
+    /// entry by entry, and entries may all point at one buffer, so without a
+    /// cap a component could make the host hold many times its own memory.
+    /// Never more than the component's memory limit, nor wasmtime's default.
+    fn crossing_cap(&self) -> usize {
+        usize::try_from(self.limits.memory)
+            .unwrap_or(usize::MAX)
+            .min(CROSSING_CAP)
+    }
+
     fn describe_failure(&self, err: &wasmtime::Error, memory_hit: bool, flooded: bool, stderr: &[u8]) -> String {
         let name = &self.name;
         if err.downcast_ref::<Cancelled>().is_some() {
             return format!("toolset {name:?} was cancelled");
+        }
+        if err.downcast_ref::<StateFull>().is_some() {
+            return format!(
+                "toolset {name:?} kept more than {} MiB in its session state and was stopped",
+                crate::session::STATE_CAP >> 20
+            );
+        }
+        // wasmtime's error type for it is private; its text is checked by
+        // the limit tests.
+        if err.chain().any(|e| {
+            e.to_string()
+                .contains("fuel allocated for hostcalls has been exhausted")
+        }) {
+            return format!(
+                "toolset {name:?} handed the host more than {} MiB in one crossing and was stopped",
+                self.crossing_cap() >> 20
+            );
         }
         if err.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
             return format!(
@@ -448,6 +477,9 @@ impl WasmToolset {
         format!("toolset {name:?} crashed: {}", panic.unwrap_or_else(|| err.to_string()))
     }
 }
+
+/// The most one crossing may copy (wasmtime's own default).
+const CROSSING_CAP: usize = 128 << 20;
 
 /// A component instance in its store, with the pipes its stdout and
 /// stderr go to.

@@ -9,7 +9,7 @@ impl Host for CallState {
         self.session.get(&self.set, &key)
     }
 
-    fn set(&mut self, key: String, value: Vec<u8>) {
-        self.session.set(&self.set, &key, value);
+    fn set(&mut self, key: String, value: Vec<u8>) -> wasmtime::Result<()> {
+        Ok(self.session.set(&self.set, &key, value)?)
     }
 }

@@ -27,6 +27,11 @@ pub type NewWorker = Arc<dyn Fn(&Arc<AtomicBool>) -> Worker + Send + Sync>;
 /// Tasks one call may have submitted and not yet waited for.
 pub const MAX_OUTSTANDING: usize = 64;
 
+/// Bytes of task inputs and uncollected results one call may hold: each is
+/// one crossing's worth at most, but a call may submit the same large input
+/// again and again, and a worker may answer with its own memory's worth.
+pub const MAX_HELD: usize = 64 << 20;
+
 /// Worker threads one call may use at most.
 const MAX_THREADS: usize = 8;
 
@@ -60,6 +65,9 @@ struct State {
     done: HashMap<u64, Result<String, String>>,
     /// Submitted and not yet waited for.
     outstanding: HashSet<u64>,
+    /// Bytes of the inputs of tasks not yet finished and of the results
+    /// not yet collected, against [`MAX_HELD`].
+    held: usize,
     next: u64,
     threads: usize,
 }
@@ -86,9 +94,17 @@ impl Workers {
                 "too many tasks outstanding (at most {MAX_OUTSTANDING}): wait for some first"
             ));
         }
+        if state.held.saturating_add(input.len()) > MAX_HELD {
+            return Err(format!(
+                "too much task data held (inputs and results, at most {} MiB): wait for some first",
+                MAX_HELD >> 20
+            ));
+        }
+        state.held += input.len();
         let id = state.next;
         state.next += 1;
         state.outstanding.insert(id);
+        let input_len = input.len();
         state.queue.push_back((id, tool, input));
         if state.threads < threads() {
             let shared = self.shared.clone();
@@ -101,7 +117,10 @@ impl Workers {
                 state.threads += 1;
             } else if state.threads == 0 {
                 state.queue.pop_back();
-                state.done.insert(id, Err("no worker thread could be started".into()));
+                state.held -= input_len;
+                let result = Err("no worker thread could be started".to_string());
+                state.held += held_by(&result);
+                state.done.insert(id, result);
             }
         }
         drop(state);
@@ -118,6 +137,7 @@ impl Workers {
         loop {
             if let Some(result) = state.done.remove(&id) {
                 state.outstanding.remove(&id);
+                state.held -= held_by(&result);
                 return result;
             }
             state = self.shared.changed.wait(state).unwrap_or_else(|e| e.into_inner());
@@ -152,9 +172,28 @@ impl Shared {
             } else {
                 worker(&tool, &input)
             };
-            self.lock().done.insert(id, result);
+            let mut state = self.lock();
+            state.held -= input.len();
+            let result = if state.held.saturating_add(held_by(&result)) > MAX_HELD {
+                Err(format!(
+                    "the task's result was dropped: its call would hold more than {} MiB of task data; wait for tasks sooner",
+                    MAX_HELD >> 20
+                ))
+            } else {
+                result
+            };
+            state.held += held_by(&result);
+            state.done.insert(id, result);
+            drop(state);
             self.changed.notify_all();
         }
+    }
+}
+
+/// Bytes a finished task's answer holds.
+fn held_by(result: &Result<String, String>) -> usize {
+    match result {
+        Ok(text) | Err(text) => text.len(),
     }
 }
 
@@ -218,6 +257,40 @@ mod tests {
         assert!(refused.starts_with("too many tasks outstanding"), "{refused}");
         workers.wait(0).unwrap();
         assert!(workers.submit("t".into(), "now".into()).is_ok());
+    }
+
+    #[test]
+    fn task_data_held_is_bounded() {
+        let quarter = "x".repeat(MAX_HELD / 4);
+        // Inputs: a fifth quarter is refused until a task is collected.
+        let workers = Workers::new(echo());
+        let ids: Vec<u64> = (0..3)
+            .map(|_| workers.submit("fail".into(), quarter.clone()).unwrap())
+            .collect();
+        let refused = workers
+            .submit("fail".into(), format!("{quarter}{quarter}"))
+            .unwrap_err();
+        assert!(refused.starts_with("too much task data held"), "{refused}");
+        assert_eq!(workers.wait(ids[0]).unwrap_err().len(), quarter.len());
+        workers.submit("fail".into(), quarter.clone()).unwrap();
+        // Results: an answer that would take the call past the bound is dropped.
+        let doubling: NewWorker =
+            Arc::new(|_: &Arc<AtomicBool>| Box::new(|_: &str, input: &str| Ok(input.repeat(2))) as Worker);
+        let workers = Workers::new(doubling);
+        let held = workers.submit("t".into(), quarter.clone()).unwrap();
+        let small = workers.submit("t".into(), "x".into()).unwrap();
+        assert_eq!(workers.wait(small).unwrap(), "xx");
+        let over = workers.submit("t".into(), quarter.repeat(2)).unwrap();
+        let dropped = workers.wait(over).unwrap_err();
+        assert!(dropped.starts_with("the task's result was dropped"), "{dropped}");
+        assert_eq!(workers.wait(held).unwrap().len(), 2 * quarter.len());
+        let fits = workers.submit("t".into(), quarter.repeat(2)).unwrap();
+        assert_eq!(
+            workers.wait(fits).unwrap().len(),
+            4 * quarter.len(),
+            "once the rest is collected"
+        );
+        assert_eq!(workers.shared.lock().held, 0, "everything collected is released");
     }
 
     #[test]

@@ -152,11 +152,13 @@ fn a_result_over_the_output_limit_is_dropped_with_an_error_naming_it() {
 
 /// Every way a component hands the host data is bounded by the host, not by
 /// the component's memory: one crossing (strings aliasing one buffer are
-/// copied each), the session state it keeps across calls, and the task data
-/// a call holds.
+/// copied each), the session state it keeps across calls, the task data a
+/// call holds, the answers of one bulk read, the files it holds open, and
+/// the paths the warm tree remembers.
 #[test]
 fn a_component_cannot_make_the_host_hold_more_than_its_bounds() {
     let p = hostile("process, parallel");
+    p.write("a.txt", "held\n");
     let mib = 1 << 20;
     let rs = p.calls(&[
         // 24 paths aliasing one 4 MiB buffer: 96 MiB, past the 64 MiB memory limit
@@ -167,6 +169,15 @@ fn a_component_cannot_make_the_host_hold_more_than_its_bounds() {
         ("keep", json!({"size": mib, "count": 60})),
         ("fanout", json!({"pad": 12 * mib, "count": 6})),
         ("echo", json!({})),
+        // 10,000 paths that are not there: each answer counts, so one
+        // answer is a prefix, however little data it carries.
+        ("alias", json!({"size": 10, "count": 10_000})),
+        ("hoard_files", json!({"path": "a.txt", "count": 1000})),
+        ("hoard_files", json!({"path": "a.txt", "count": 200})),
+        (
+            "listdir",
+            json!({"paths": [format!("{}/{}", p.root().display(), "d/".repeat(2100))]}),
+        ),
     ]);
     assert_eq!(
         rs[0].text,
@@ -194,6 +205,127 @@ fn a_component_cannot_make_the_host_hold_more_than_its_bounds() {
         "five 12 MiB inputs are held, a sixth is not"
     );
     assert!(!rs[5].is_error, "the set works after each refusal");
+    let answered: usize = rs[6].text.trim_end_matches(" answers").parse().unwrap();
+    assert!((1..=4097).contains(&answered), "{}", rs[6].text);
+    assert_eq!(
+        rs[7].text,
+        "toolset \"hostile\" held more than 256 handles (open files, streams) at once and was stopped"
+    );
+    assert_eq!(rs[8].text, "holding 200");
+    assert_eq!(rs[9].text, "refused: a path longer than 4096 bytes");
+}
+
+/// A wait in the host (a WASI sleep) ends at the call's deadline, and the time
+/// spent there counts: no epoch tick reaches a call waiting in the host.
+#[test]
+fn a_sleep_past_the_deadline_is_stopped_at_it() {
+    let p = hostile("process, parallel");
+    let started = std::time::Instant::now();
+    let rs = p.calls(&[
+        ("nap", json!({"ms": u64::MAX / 2})),
+        ("nap", json!({"ms": 1500})),
+        ("echo", json!({})),
+    ]);
+    assert_eq!(
+        rs[0].text,
+        "toolset \"hostile\" ran past its time limit (2s) and was stopped"
+    );
+    assert_eq!(rs[1].text, "rested", "a sleep within the limit");
+    assert!(!rs[2].is_error);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // 4.5 s asleep in the host, then a loop: stopped at 5 s of wall time,
+    // not 5 s of time in the component (9.5 s).
+    let p = Project::new().config(&format!(
+        "toolsets:\n  hostile:\n    path: {COMPONENTS}/hostile.wasm\n    grant: [process, parallel]\n    limits: {{timeout: 5}}\nagents:\n  a:\n    tools:\n      hostile:\n"
+    ));
+    let started = std::time::Instant::now();
+    let r = p.call("nap", json!({"ms": 4500, "spin": true}));
+    let took = started.elapsed();
+    assert_eq!(
+        r.text,
+        "toolset \"hostile\" ran past its time limit (5s) and was stopped"
+    );
+    assert!(took < std::time::Duration::from_secs(8), "{took:?}");
+}
+
+/// WASI `read-directory` reads a whole directory into the host and keeps it
+/// while its stream is open: what a store holds that way is bounded.
+#[test]
+fn directory_listings_held_through_wasi_are_bounded() {
+    // Time enough to list 20,000 names 33 times on a loaded machine.
+    let p = Project::new().config(&format!(
+        "toolsets:\n  hostile:\n    path: {COMPONENTS}/hostile.wasm\n    grant: [process, parallel]\n    limits: {{timeout: 60}}\nagents:\n  a:\n    tools:\n      hostile:\n"
+    ));
+    // 20,000 names of 200 bytes: 5.28 MB a listing, as counted (64 bytes an
+    // entry besides its name); twelve fit in 64 MiB, a thirteenth does not.
+    for i in 0..20_000 {
+        p.write(&format!("big/{i:0>200}"), "");
+    }
+    let rs = p.calls(&[
+        ("hoard_dirs", json!({"path": "big", "count": 20})),
+        ("hoard_dirs", json!({"path": "big", "count": 12})),
+        ("hoard_dirs", json!({"path": "big", "count": 20, "keep": false})),
+    ]);
+    assert!(rs[0].text.starts_with("after 12: "), "{}", rs[0].text);
+    assert_eq!(rs[1].text, "holding 12, listed 0", "each call's store starts afresh");
+    assert_eq!(rs[2].text, "holding 0, listed 20", "a dropped listing is released");
+}
+
+/// The process's soft limit of open files is raised to its hard limit: the
+/// files components hold are the process's, and 1,024 (a common soft
+/// default) is less than one parallel call may hold on four cores.
+#[test]
+fn the_host_raises_its_soft_open_files_limit() {
+    use std::os::unix::process::CommandExt;
+    let p = Project::new();
+    let (_, hard) = nix::sys::resource::getrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE).unwrap();
+    assert!(hard > 256, "a hard limit to raise to: {hard}");
+    let mut cmd = p.command();
+    cmd.arg("serve")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null());
+    // SAFETY: setrlimit is async-signal-safe, and nothing else runs between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_NOFILE, 256, hard)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let mut child = cmd.spawn().unwrap();
+    let limits = format!("/proc/{}/limits", child.id());
+    let soft = || -> Option<u64> {
+        let text = std::fs::read_to_string(&limits).ok()?;
+        let line = text.lines().find(|l| l.starts_with("Max open files"))?;
+        line.split_whitespace().nth(3)?.parse().ok()
+    };
+    support::eventually("the soft limit is raised", || soft() == Some(hard));
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// A stream write past what check-write permitted traps, as WASI says:
+/// wasmtime-wasi's file streams would take a crossing's worth each and write
+/// it on a thread that outlives the call.
+#[test]
+fn a_stream_write_past_its_permit_is_stopped() {
+    let p = Project::new().answers(r#"["once", "once"]"#).config(&format!(
+        "toolsets:\n  hostile:\n    path: {COMPONENTS}/hostile.wasm\n    grant: [write, process, parallel]\nagents:\n  a:\n    tools:\n      hostile:\n"
+    ));
+    let rs = p.calls(&[
+        ("bigwrite", json!({"size": 8 << 20})),
+        ("bigwrite", json!({"size": 4096})),
+    ]);
+    assert_eq!(
+        rs[0].text,
+        "toolset \"hostile\" wrote more at once than its output stream permitted (check-write) and was stopped"
+    );
+    assert_eq!(rs[1].text, "wrote 4096", "within the permit");
+    assert_eq!(std::fs::read(p.path("big.txt")).unwrap().len(), 4096);
 }
 
 #[test]

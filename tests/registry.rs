@@ -281,7 +281,7 @@ fn a_toolset_pushed_to_a_registry_is_pulled_checked_locked_and_loaded_offline() 
         "{updated}"
     );
     assert!(
-        updated.contains("asks for  [read, process, parallel] (was [read])"),
+        updated.contains("asks for  [read, session, process, parallel] (was [read])"),
         "{updated}"
     );
     assert_eq!(lock(&p)[tag.as_str()]["manifest"], moved_to.as_str());

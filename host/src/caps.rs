@@ -5,12 +5,14 @@
 //! them; [`check_grants`] refuses a component that asks for more than its
 //! config grants — before it is ever instantiated. Each capability's host side
 //! is one module: `fs` (WASI preopens of the project root, whole-file reads of `iota:toolset/files`), `ui`, `session`,
-//! `process`.
+//! `process`, `workers`; `wasi_bounds` holds a few of WASI's calls to bounds
+//! wasmtime-wasi leaves open.
 
 pub mod fs;
 pub mod process;
 pub mod session;
 pub mod ui;
+pub mod wasi_bounds;
 pub mod workers;
 
 use crate::config::Capability;
@@ -35,6 +37,8 @@ pub mod bindings {
             "iota:toolset/process.run": trappable,
             // A set past its session state cap is stopped.
             "iota:toolset/session.set": trappable,
+            // A call out of time stops while it waits for a task.
+            "iota:toolset/workers.wait": trappable,
         },
     });
 }
@@ -57,8 +61,11 @@ pub struct CallState {
     /// This call's tasks, or why it cannot have any.
     pub(crate) workers: Result<workers::Workers, &'static str>,
     /// When the call's time runs out: a command it runs (`process`) is
-    /// killed then too, however long a timeout it asked for.
+    /// killed then too, however long a timeout it asked for, and a WASI
+    /// wait ends.
     pub(crate) deadline: std::time::Instant,
+    /// The directory listings its WASI `read-directory` streams hold.
+    pub(crate) listings: wasi_bounds::Listings,
 }
 
 impl WasiView for CallState {
@@ -116,6 +123,7 @@ pub fn linker(engine: &wasmtime::Engine) -> anyhow::Result<Arc<Linker<CallState>
     }
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+    wasi_bounds::add_to_linker(&mut linker)?;
     bindings::ToolsetHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)?;
     let linker = Arc::new(linker);
     built.push((engine.weak(), linker.clone()));

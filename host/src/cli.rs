@@ -106,12 +106,27 @@ struct UsageError(anyhow::Error);
 /// Runs the CLI; returns the process exit code.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    raise_open_files_limit();
     match run(cli) {
         Ok(code) => code,
         Err(UsageError(err)) => {
             eprintln!("iota-host: {err:#}");
             ExitCode::from(2)
         }
+    }
+}
+
+/// Raises this process's soft limit of open files to its hard limit. The
+/// files components hold open are the process's, shared by every session and
+/// call; each store is held to `MAX_HANDLES`, and a soft limit of 1,024 (a
+/// common default) is less than one parallel call may hold on a machine of
+/// four cores or more. The hard limit is the administrator's and stays.
+fn raise_open_files_limit() {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
+        && soft < hard
+    {
+        let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
     }
 }
 

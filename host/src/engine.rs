@@ -91,11 +91,6 @@ impl Engine {
         &self.inner
     }
 
-    /// Deadline ticks for a timeout.
-    pub fn ticks(timeout: Duration) -> u64 {
-        (timeout.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64
-    }
-
     /// The state directory compiled components (and describe answers) are
     /// kept in, sealed, when there is one.
     pub fn state(&self) -> Option<&StateDir> {

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// the session's background jobs and removes its private /tmp.
 #[derive(Debug)]
 pub struct Session {
-    state: Mutex<ToolsetState>,
+    state: Mutex<HashMap<String, ToolsetState>>,
     approved: Mutex<HashSet<(String, String)>>,
     jobs: Arc<Jobs>,
     private_tmp: OnceLock<PathBuf>,
@@ -24,19 +24,24 @@ pub struct Session {
     warm_tree: crate::caps::fs::WarmTree,
 }
 
-/// What the toolsets keep in one session (`iota:toolset/session`).
+/// What one toolset keeps in one session (`iota:toolset/session`).
 #[derive(Debug, Default)]
 struct ToolsetState {
-    values: HashMap<(String, String), Vec<u8>>,
-    /// Bytes of keys and values each set keeps, against [`STATE_CAP`].
-    bytes: HashMap<String, usize>,
+    values: HashMap<String, Vec<u8>>,
+    /// What `values` costs, against [`STATE_CAP`].
+    bytes: usize,
 }
 
-/// Bytes of keys and values one toolset may keep in one session. Each `set`
-/// copies at most one crossing's worth, but a set may call it without end
-/// (new keys, or one value aliased in its memory), so the host bounds the
-/// sum rather than trusting the component's memory limit to.
+/// Bytes of keys and values one toolset may keep in one session, each entry
+/// counting [`ENTRY_COST`] more. Each `set` copies at most one crossing's
+/// worth, but a set may call it without end (new keys, or one value aliased
+/// in its memory), so the host bounds the sum rather than trusting the
+/// component's memory limit to.
 pub const STATE_CAP: usize = 64 << 20;
+
+/// What one entry costs besides its key and value: the map's slot and the
+/// two allocations' bookkeeping, so a set of empty values is bounded too.
+pub const ENTRY_COST: usize = 128;
 
 /// A `set` that would take a toolset's session state past [`STATE_CAP`].
 #[derive(Debug)]
@@ -241,27 +246,24 @@ impl Session {
 
     /// The value `set` stored under `key`. Each toolset sees only its own keys.
     pub fn get(&self, set: &str, key: &str) -> Option<Vec<u8>> {
-        self.state
-            .lock()
-            .unwrap()
-            .values
-            .get(&(set.to_string(), key.to_string()))
-            .cloned()
+        self.state.lock().unwrap().get(set)?.values.get(key).cloned()
     }
 
-    /// Stores `value` under `key` for `set`, unless the set's keys and values
-    /// would then take more than [`STATE_CAP`] bytes: then nothing changes.
+    /// Stores `value` under `key` for `set`, unless the set's entries would
+    /// then cost more than [`STATE_CAP`] bytes: then nothing changes.
     pub fn set(&self, set: &str, key: &str, value: Vec<u8>) -> Result<(), StateFull> {
+        let cost = |value: &[u8]| ENTRY_COST + key.len() + value.len();
         let mut state = self.state.lock().unwrap();
-        let entry = (set.to_string(), key.to_string());
-        let replaced = state.values.get(&entry).map_or(0, |old| key.len() + old.len());
-        let kept = state.bytes.get(set).copied().unwrap_or(0) - replaced;
-        let total = kept.saturating_add(key.len() + value.len());
+        let kept = state
+            .get(set)
+            .map_or(0, |kept| kept.bytes - kept.values.get(key).map_or(0, |old| cost(old)));
+        let total = kept.saturating_add(cost(&value));
         if total > STATE_CAP {
             return Err(StateFull);
         }
-        state.bytes.insert(entry.0.clone(), total);
-        state.values.insert(entry, value);
+        let kept = state.entry(set.to_string()).or_default();
+        kept.bytes = total;
+        kept.values.insert(key.to_string(), value);
         Ok(())
     }
 
@@ -293,7 +295,7 @@ mod tests {
         for i in 0..63 {
             session.set("a", &format!("k{i}"), mib.clone()).unwrap();
         }
-        // Keys count too: a 64th MiB value no longer fits.
+        // Keys and entries count too: a 64th MiB value no longer fits.
         assert!(session.set("a", "k63", mib.clone()).is_err());
         assert_eq!(session.get("a", "k63"), None, "a refused set changes nothing");
         // Replacing a value counts only the difference.
@@ -303,5 +305,15 @@ mod tests {
         // Another set has its own allowance.
         session.set("b", "k", mib).unwrap();
         assert_eq!(session.get("a", "k0").unwrap()[0], 1);
+    }
+
+    #[test]
+    fn empty_values_under_new_keys_are_capped_too() {
+        let session = Session::new();
+        let fit = STATE_CAP / (ENTRY_COST + 8);
+        for i in 0..fit {
+            session.set("a", &format!("{i:08}"), Vec::new()).unwrap();
+        }
+        assert!(session.set("a", "x", Vec::new()).is_err());
     }
 }

@@ -334,6 +334,9 @@ impl WasmToolset {
         let mut builder = WasiCtxBuilder::new();
         builder
             .allow_blocking_current_thread(true)
+            // What one `get-random-bytes` may ask the host to make (its
+            // default is 64 MiB, whatever the set's memory limit).
+            .max_random_size(MAX_RANDOM_BYTES)
             .stdout(stdout.clone())
             .stderr(stderr.clone());
         caps::disable_network(&mut builder);
@@ -353,15 +356,18 @@ impl WasmToolset {
             asked: false,
             workers,
             deadline,
+            listings: Default::default(),
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|s| &mut s.limiter);
         store.set_hostcall_fuel(self.crossing_cap());
+        store.set_max_component_handles(MAX_HANDLES);
         // Every tick checks for a cancellation of the session's calls (and for
-        // a task, of the call it is part of); the time limit is the tick
-        // count, so a call stops at whichever comes first.
+        // a task, of the call it is part of) and for the deadline, so a call
+        // stops at whichever comes first. The deadline is read from the
+        // clock, not counted in ticks: no tick reaches a call waiting in the
+        // host (a command, a question, a WASI wait), and that time counts.
         let cancelled_at_start = session.cancellations();
-        let mut ticks_left = Engine::ticks(deadline.saturating_duration_since(Instant::now()));
         let watched = session.clone();
         store.set_epoch_deadline(1);
         store.epoch_deadline_callback(move |_| {
@@ -369,10 +375,9 @@ impl WasmToolset {
             if abandoned || watched.cancellations() != cancelled_at_start {
                 return Err(wasmtime::Error::from(Cancelled));
             }
-            if ticks_left <= 1 {
+            if Instant::now() >= deadline {
                 return Err(Trap::Interrupt.into());
             }
-            ticks_left -= 1;
             Ok(wasmtime::UpdateDeadline::Continue(1))
         });
         Ok((store, stdout, stderr))
@@ -437,8 +442,21 @@ impl WasmToolset {
                 crate::session::STATE_CAP >> 20
             );
         }
-        // wasmtime's error type for it is private; its text is checked by
-        // the limit tests.
+        // wasmtime's error types for these are private; their texts are
+        // checked by the limit tests.
+        if err.downcast_ref::<caps::wasi_bounds::BeyondPermit>().is_some() {
+            return format!(
+                "toolset {name:?} wrote more at once than its output stream permitted (check-write) and was stopped"
+            );
+        }
+        if err
+            .chain()
+            .any(|e| e.to_string().contains("store handle limit exceeded"))
+        {
+            return format!(
+                "toolset {name:?} held more than {MAX_HANDLES} handles (open files, streams) at once and was stopped"
+            );
+        }
         if err.chain().any(|e| {
             e.to_string()
                 .contains("fuel allocated for hostcalls has been exhausted")
@@ -480,6 +498,16 @@ impl WasmToolset {
 
 /// The most one crossing may copy (wasmtime's own default).
 const CROSSING_CAP: usize = 128 << 20;
+
+/// Bytes of randomness one WASI call may ask for.
+const MAX_RANDOM_BYTES: u64 = 1 << 20;
+
+/// Handles (open files and directories, streams, pollables) one instance's
+/// store may hold at once; wasmtime's default is 100,000. Each open file is
+/// a descriptor of the host process, which all its sessions share, so a
+/// call holds at most this many per instance (the caller and its workers)
+/// rather than the process's whole allowance.
+const MAX_HANDLES: usize = 256;
 
 /// A component instance in its store, with the pipes its stdout and
 /// stderr go to.

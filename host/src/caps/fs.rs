@@ -40,6 +40,17 @@ pub const MAX_FILE_BYTES: u64 = 20 << 20;
 /// refused rather than listed in part.
 pub const MAX_DIR_ENTRIES: usize = 1 << 20;
 
+/// What one answer of `read-files` counts against [`BULK_BUDGET`] besides
+/// its data or its reason: the host's and the guest's bookkeeping of it. So
+/// an answer of empty files or of paths that are not there is bounded too
+/// (it holds no data, but each opens and allocates).
+pub const ANSWER_COST: u64 = 64;
+
+/// Bytes of a directory path `list-dir` and `stat-names` look at, the
+/// system's `PATH_MAX`: no longer path can be opened, and the warm tree
+/// remembers the paths listed.
+pub const MAX_PATH_BYTES: usize = 4096;
+
 /// The most of one file the host reads for a component that allows
 /// `asked` bytes and may use `memory` bytes.
 fn file_cap(asked: u64, memory: usize) -> u64 {
@@ -235,6 +246,9 @@ fn split_names(names: &str) -> Result<Vec<&str>, String> {
 /// The preopen the directory `dir` lies in, and its path relative to it
 /// (`.` for the preopen itself).
 fn dir_beneath<'a>(roots: &'a [FilesRoot], dir: &'a Path) -> Result<(&'a FilesRoot, &'a Path), String> {
+    if dir.as_os_str().len() > MAX_PATH_BYTES {
+        return Err(format!("a path longer than {MAX_PATH_BYTES} bytes"));
+    }
     let (root, relative) = beneath(roots, dir).ok_or("outside the project root")?;
     if relative.as_os_str().is_empty() {
         return Ok((root, Path::new(".")));
@@ -306,13 +320,18 @@ fn read_answer(
             break;
         }
         let content = read_whole(roots, Path::new(&path), max_size);
-        if let Content::Data(data) = &content {
-            read += data.len() as u64;
-            if needles.as_mut().is_some_and(|n| !n.any_in(data)) {
-                answer.push(None);
-                continue;
+        carried += ANSWER_COST;
+        match &content {
+            Content::Data(data) => {
+                read += data.len() as u64;
+                if needles.as_mut().is_some_and(|n| !n.any_in(data)) {
+                    answer.push(None);
+                    continue;
+                }
+                carried += data.len() as u64;
             }
-            carried += data.len() as u64;
+            Content::Unreadable(why) => carried += why.len() as u64,
+            Content::TooLarge(_) => {}
         }
         answer.push(Some(content));
     }

@@ -94,17 +94,18 @@ impl Workers {
                 "too many tasks outstanding (at most {MAX_OUTSTANDING}): wait for some first"
             ));
         }
-        if state.held.saturating_add(input.len()) > MAX_HELD {
+        // The tool's name is the component's too, and held as long.
+        let task_len = tool.len() + input.len();
+        if state.held.saturating_add(task_len) > MAX_HELD {
             return Err(format!(
                 "too much task data held (inputs and results, at most {} MiB): wait for some first",
                 MAX_HELD >> 20
             ));
         }
-        state.held += input.len();
+        state.held += task_len;
         let id = state.next;
         state.next += 1;
         state.outstanding.insert(id);
-        let input_len = input.len();
         state.queue.push_back((id, tool, input));
         if state.threads < threads() {
             let shared = self.shared.clone();
@@ -117,7 +118,7 @@ impl Workers {
                 state.threads += 1;
             } else if state.threads == 0 {
                 state.queue.pop_back();
-                state.held -= input_len;
+                state.held -= task_len;
                 let result = Err("no worker thread could be started".to_string());
                 state.held += held_by(&result);
                 state.done.insert(id, result);
@@ -128,19 +129,31 @@ impl Workers {
         Ok(id)
     }
 
-    /// Waits for task `id` and takes its result.
-    pub fn wait(&self, id: u64) -> Result<String, String> {
+    /// Waits for task `id` until `deadline` (the call's) and takes its
+    /// result; `None` once the deadline passed, when the call itself is out
+    /// of time. A task stops at the same deadline; this is the bound if one
+    /// is stuck where nothing stops it.
+    pub fn wait(&self, id: u64, deadline: std::time::Instant) -> Option<Result<String, String>> {
         let mut state = self.shared.lock();
         if !state.outstanding.contains(&id) {
-            return Err(format!("no task {id} is waiting to be collected"));
+            return Some(Err(format!("no task {id} is waiting to be collected")));
         }
         loop {
             if let Some(result) = state.done.remove(&id) {
                 state.outstanding.remove(&id);
                 state.held -= held_by(&result);
-                return result;
+                return Some(result);
             }
-            state = self.shared.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                return None;
+            }
+            state = self
+                .shared
+                .changed
+                .wait_timeout(state, left)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
         }
     }
 }
@@ -170,10 +183,15 @@ impl Shared {
             let result = if self.abandoned.load(Ordering::Relaxed) {
                 Err("abandoned".to_string())
             } else {
-                worker(&tool, &input)
+                // A panic in the host's own code must still answer the task,
+                // or its caller would wait for ever; the worker is replaced.
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| worker(&tool, &input))).unwrap_or_else(|_| {
+                    worker = (self.new_worker)(&self.abandoned);
+                    Err("the task's worker failed".to_string())
+                })
             };
             let mut state = self.lock();
-            state.held -= input.len();
+            state.held -= tool.len() + input.len();
             let result = if state.held.saturating_add(held_by(&result)) > MAX_HELD {
                 Err(format!(
                     "the task's result was dropped: its call would hold more than {} MiB of task data; wait for tasks sooner",
@@ -205,10 +223,13 @@ impl Host for CallState {
         }
     }
 
-    fn wait(&mut self, task: u64) -> Result<String, String> {
+    fn wait(&mut self, task: u64) -> wasmtime::Result<Result<String, String>> {
         match &self.workers {
-            Ok(workers) => workers.wait(task),
-            Err(why) => Err(why.to_string()),
+            // Out of time: the call stops as timed out, as at its next tick.
+            Ok(workers) => workers
+                .wait(task, self.deadline)
+                .ok_or_else(|| wasmtime::Trap::Interrupt.into()),
+            Err(why) => Ok(Err(why.to_string())),
         }
     }
 }
@@ -217,11 +238,19 @@ impl Host for CallState {
 mod tests {
     use super::*;
 
+    /// Waits for task `id` with a deadline no test reaches.
+    fn wait(workers: &Workers, id: u64) -> Result<String, String> {
+        let far = std::time::Instant::now() + std::time::Duration::from_secs(600);
+        workers.wait(id, far).expect("answered before the deadline")
+    }
+
     fn echo() -> NewWorker {
         Arc::new(|_: &Arc<AtomicBool>| {
             Box::new(|tool: &str, input: &str| {
                 if tool == "fail" {
                     Err(input.to_string())
+                } else if tool == "panic" {
+                    panic!("a bug in the host's worker");
                 } else {
                     Ok(format!("{tool}:{input}"))
                 }
@@ -237,14 +266,14 @@ mod tests {
             .collect();
         let failed = workers.submit("fail".into(), "why".into()).unwrap();
         for (i, id) in ids.iter().enumerate().rev() {
-            assert_eq!(workers.wait(*id), Ok(format!("t:{i}")));
+            assert_eq!(wait(&workers, *id), Ok(format!("t:{i}")));
         }
-        assert_eq!(workers.wait(failed), Err("why".into()));
+        assert_eq!(wait(&workers, failed), Err("why".into()));
         assert_eq!(
-            workers.wait(failed),
+            wait(&workers, failed),
             Err(format!("no task {failed} is waiting to be collected"))
         );
-        assert!(workers.wait(999).is_err());
+        assert!(wait(&workers, 999).is_err());
     }
 
     #[test]
@@ -255,8 +284,34 @@ mod tests {
         }
         let refused = workers.submit("t".into(), "one more".into()).unwrap_err();
         assert!(refused.starts_with("too many tasks outstanding"), "{refused}");
-        workers.wait(0).unwrap();
+        wait(&workers, 0).unwrap();
         assert!(workers.submit("t".into(), "now".into()).is_ok());
+    }
+
+    #[test]
+    fn a_worker_that_panics_answers_its_task_and_is_replaced() {
+        let workers = Workers::new(echo());
+        let ids: Vec<u64> = ["panic", "t", "panic", "t"]
+            .iter()
+            .map(|tool| workers.submit(tool.to_string(), "x".into()).unwrap())
+            .collect();
+        let answers: Vec<Result<String, String>> = ids.into_iter().map(|id| wait(&workers, id)).collect();
+        let failed = Err("the task's worker failed".to_string());
+        assert_eq!(answers, [failed.clone(), Ok("t:x".into()), failed, Ok("t:x".into())]);
+    }
+
+    #[test]
+    fn waiting_ends_at_the_deadline() {
+        let slow: NewWorker = Arc::new(|_: &Arc<AtomicBool>| {
+            Box::new(|_: &str, _: &str| {
+                std::thread::sleep(std::time::Duration::from_secs(2));
+                Ok(String::new())
+            }) as Worker
+        });
+        let workers = Workers::new(slow);
+        let id = workers.submit("t".into(), String::new()).unwrap();
+        let soon = std::time::Instant::now() + std::time::Duration::from_millis(50);
+        assert_eq!(workers.wait(id, soon), None);
     }
 
     #[test]
@@ -267,11 +322,10 @@ mod tests {
         let ids: Vec<u64> = (0..3)
             .map(|_| workers.submit("fail".into(), quarter.clone()).unwrap())
             .collect();
-        let refused = workers
-            .submit("fail".into(), format!("{quarter}{quarter}"))
-            .unwrap_err();
+        // The tool's name counts too.
+        let refused = workers.submit(quarter.clone(), "x".into()).unwrap_err();
         assert!(refused.starts_with("too much task data held"), "{refused}");
-        assert_eq!(workers.wait(ids[0]).unwrap_err().len(), quarter.len());
+        assert_eq!(wait(&workers, ids[0]).unwrap_err().len(), quarter.len());
         workers.submit("fail".into(), quarter.clone()).unwrap();
         // Results: an answer that would take the call past the bound is dropped.
         let doubling: NewWorker =
@@ -279,15 +333,18 @@ mod tests {
         let workers = Workers::new(doubling);
         let held = workers.submit("t".into(), quarter.clone()).unwrap();
         let small = workers.submit("t".into(), "x".into()).unwrap();
-        assert_eq!(workers.wait(small).unwrap(), "xx");
-        let over = workers.submit("t".into(), quarter.repeat(2)).unwrap();
-        let dropped = workers.wait(over).unwrap_err();
+        assert_eq!(wait(&workers, small).unwrap(), "xx");
+        // With its one-byte tool name, a half just fits beside the held answer.
+        let mut half = quarter.repeat(2);
+        half.pop();
+        let over = workers.submit("t".into(), half.clone()).unwrap();
+        let dropped = wait(&workers, over).unwrap_err();
         assert!(dropped.starts_with("the task's result was dropped"), "{dropped}");
-        assert_eq!(workers.wait(held).unwrap().len(), 2 * quarter.len());
-        let fits = workers.submit("t".into(), quarter.repeat(2)).unwrap();
+        assert_eq!(wait(&workers, held).unwrap().len(), 2 * quarter.len());
+        let fits = workers.submit("t".into(), half).unwrap();
         assert_eq!(
-            workers.wait(fits).unwrap().len(),
-            4 * quarter.len(),
+            wait(&workers, fits).unwrap().len(),
+            4 * quarter.len() - 2,
             "once the rest is collected"
         );
         assert_eq!(workers.shared.lock().held, 0, "everything collected is released");

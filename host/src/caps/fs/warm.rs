@@ -45,9 +45,10 @@
 //!
 //! Memory: about 40 bytes per kept entry plus its name, and one inotify watch
 //! (about 1 KiB of kernel memory) per watched directory; each directory
-//! counts as one entry against [`MAX_ENTRIES`]. Beside them, the path of
-//! each directory listed once (the second-listing rule), at most
-//! [`MAX_ENTRIES`] paths.
+//! counts as one entry against [`MAX_ENTRIES`], and its path twice against
+//! [`MAX_KEPT_PATH_BYTES`]. Beside them, the path of each directory listed once
+//! (the second-listing rule), at most [`MAX_ENTRIES`] paths and
+//! [`MAX_KEPT_PATH_BYTES`] of them.
 
 use super::{Entry, FilesRoot, Kind};
 use nix::poll::{PollFd, PollFlags, PollTimeout};
@@ -67,6 +68,12 @@ use std::sync::{Arc, Mutex};
 /// 16 MiB of names for typical source trees); past it, `list-dir` reads the
 /// directory each time.
 pub const MAX_ENTRIES: usize = 250_000;
+
+/// Bytes of directory paths the tree keeps at most: those of watched
+/// directories (each held twice, by path and by watch), and apart from
+/// them those of directories listed once. A component chooses the paths it
+/// lists, up to `PATH_MAX` each, so a count alone would not bound them.
+pub const MAX_KEPT_PATH_BYTES: usize = 16 << 20;
 
 /// What the watches report: a name in a directory appearing, disappearing
 /// or changing kind, and the directory itself going or changing mode.
@@ -117,8 +124,11 @@ struct State {
     /// is watched and kept: a session's first search pays nothing for the
     /// tree, a search that repeats one builds it. A hint, not a fact about
     /// the files, so it outlives `clear` (a shell command between two
-    /// searches does not make the next one a first again).
+    /// searches does not make the next one a first again). Only
+    /// directories that could be opened are remembered.
     seen: HashSet<OsString>,
+    /// Bytes of the paths in `seen`, against [`MAX_KEPT_PATH_BYTES`].
+    seen_bytes: usize,
 }
 
 /// The kept directories and the inotify instance watching them.
@@ -136,6 +146,9 @@ struct Watched {
     roots: HashMap<PathBuf, Identity>,
     /// Kept entries plus watched directories, against [`MAX_ENTRIES`].
     entries: usize,
+    /// Bytes of the watched directories' paths in `dirs` and `paths`,
+    /// against [`MAX_KEPT_PATH_BYTES`].
+    path_bytes: usize,
     /// Watches this tree may hold ([`watch_budget`]).
     max_watches: usize,
     /// The tree's stamp counter ([`WarmTree`]'s, which outlives this).
@@ -151,6 +164,9 @@ enum Lookup {
     Kept(Arc<Vec<Entry>>),
     /// Nothing to keep: read it.
     Read,
+    /// Not listed before in this session: read it, and remember it once it
+    /// opens.
+    FirstSight,
     /// It may be kept: watch it, read it, keep it if its parent's record
     /// still has this stamp.
     Watch { parent_stamp: Option<u64> },
@@ -186,6 +202,11 @@ impl WarmTree {
                 return Ok(listing.as_ref().clone());
             }
             Lookup::Read => return read(&open()?),
+            Lookup::FirstSight => {
+                let opened = open()?;
+                self.saw(dir);
+                return read(&opened);
+            }
             Lookup::Watch { parent_stamp } => parent_stamp,
         };
         // Opened and examined outside the lock; watched before it is read,
@@ -226,7 +247,7 @@ impl WarmTree {
             return Lookup::Read;
         };
         let mut state = self.inner.lock().unwrap();
-        let State { watched, seen } = &mut *state;
+        let State { watched, seen, .. } = &mut *state;
         let Some(watched) = Watched::get(watched, &self.stamps) else {
             return Lookup::Read;
         };
@@ -236,10 +257,7 @@ impl WarmTree {
             return Lookup::Kept(listing);
         }
         if !seen.contains(dir.as_os_str()) {
-            if seen.len() < MAX_ENTRIES {
-                seen.insert(dir.as_os_str().to_owned());
-            }
-            return Lookup::Read;
+            return Lookup::FirstSight;
         }
         if !watched.may_keep(dir, parent) {
             return Lookup::Read;
@@ -250,6 +268,18 @@ impl WarmTree {
         // listing is not kept.
         Lookup::Watch {
             parent_stamp: watched.stamp_of(parent),
+        }
+    }
+
+    /// Remembers that `dir` was listed, within the bounds.
+    fn saw(&self, dir: &Path) {
+        let mut state = self.inner.lock().unwrap();
+        let bytes = dir.as_os_str().len();
+        if state.seen.len() < MAX_ENTRIES
+            && state.seen_bytes + bytes <= MAX_KEPT_PATH_BYTES
+            && state.seen.insert(dir.as_os_str().to_owned())
+        {
+            state.seen_bytes += bytes;
         }
     }
 
@@ -286,6 +316,7 @@ impl Watched {
                 paths: HashMap::new(),
                 roots: HashMap::new(),
                 entries: 0,
+                path_bytes: 0,
                 max_watches: watch_budget(),
                 stamps: stamps.clone(),
             });
@@ -336,7 +367,12 @@ impl Watched {
         if let Some(known) = self.dirs.get(dir.as_os_str()) {
             return (known.identity == opened_identity).then_some(known.stamp);
         }
-        if self.dirs.len() >= self.max_watches || self.entries >= MAX_ENTRIES || !facts.local {
+        let path_bytes = 2 * dir.as_os_str().len();
+        if self.dirs.len() >= self.max_watches
+            || self.entries >= MAX_ENTRIES
+            || self.path_bytes + path_bytes > MAX_KEPT_PATH_BYTES
+            || !facts.local
+        {
             return None;
         }
         let through = format!("/proc/self/fd/{}", opened.as_raw_fd());
@@ -358,6 +394,7 @@ impl Watched {
             },
         );
         self.entries += 1;
+        self.path_bytes += path_bytes;
         Some(stamp)
     }
 
@@ -492,6 +529,7 @@ impl Watched {
                 // A watch the kernel already removed answers an error; either way it is gone.
                 let _ = self.inotify.rm_watch(gone.wd);
                 self.entries -= 1 + gone.listing.map_or(0, |listing| listing.len());
+                self.path_bytes -= 2 * path.len();
             }
         }
     }
@@ -505,6 +543,7 @@ impl Watched {
         self.paths.clear();
         self.roots.clear();
         self.entries = 0;
+        self.path_bytes = 0;
     }
 }
 
@@ -622,6 +661,15 @@ mod tests {
         assert_eq!(left, ["b-x", "b.y", "bc"]);
         assert_eq!(watched.paths.len(), 3);
         assert_eq!(watched.entries, 3);
+        let path_bytes: usize = watched.dirs.keys().map(|k| 2 * k.len()).sum();
+        assert_eq!(watched.path_bytes, path_bytes);
+        // Past the bytes of paths, no further directory is watched.
+        watched.path_bytes = MAX_KEPT_PATH_BYTES - 2 * base.join("b").as_os_str().len() + 1;
+        let opened = std::fs::File::open(base.join("b")).unwrap();
+        let facts = Opened::examine(&opened).unwrap();
+        assert!(watched.watch(&base.join("b"), &opened, facts).is_none());
+        watched.forget_all();
+        assert_eq!(watched.path_bytes, 0);
     }
 
     /// Only the root's own spelling is the root: another spelling of it
@@ -682,6 +730,28 @@ mod tests {
         assert_eq!(list(&tree, &root, &d, || {}), ["old"]);
         assert_eq!(tree.stats().kept_dirs, 1);
         (tmp, at, d, tree, root)
+    }
+
+    #[test]
+    fn only_directories_that_open_are_remembered_within_the_bytes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let at = std::fs::canonicalize(tmp.path()).unwrap();
+        let tree = WarmTree::default();
+        let root = root_at(&at);
+        let missing = at.join("missing");
+        let open = || std::fs::File::open(&missing).map_err(|e| e.to_string());
+        assert!(tree.list(&root, &missing, open, |_| Ok(Vec::new())).is_err());
+        assert!(tree.inner.lock().unwrap().seen.is_empty(), "a path that did not open");
+        list(&tree, &root, &at, || {});
+        assert_eq!(tree.inner.lock().unwrap().seen_bytes, at.as_os_str().len());
+        // Past the bytes, nothing more is remembered (and so nothing kept).
+        tree.inner.lock().unwrap().seen_bytes = MAX_KEPT_PATH_BYTES;
+        std::fs::create_dir(at.join("d")).unwrap();
+        list(&tree, &root, &at.join("d"), || {});
+        list(&tree, &root, &at, || {});
+        list(&tree, &root, &at.join("d"), || {});
+        assert_eq!(tree.inner.lock().unwrap().seen.len(), 1);
+        assert_eq!(tree.stats().kept_dirs, 1, "the root only");
     }
 
     /// A read of `d` that began before `d` was replaced (`replace`) ends

@@ -657,6 +657,29 @@ fn a_cancelled_component_call_is_interrupted() {
     );
 }
 
+/// A call asleep in the host (a WASI sleep, where no epoch tick reaches) is
+/// stopped by its cancellation too, not only at its deadline.
+#[test]
+fn a_cancelled_component_call_asleep_in_the_host_is_interrupted() {
+    let p = Project::new().config(&format!(
+        "toolsets:\n  hostile:\n    path: {}/hostile.wasm\n    grant: [process, parallel]\n    limits: {{timeout: 3600}}\nagents:\n  a:\n    tools:\n      hostile:\n      code:\n",
+        support::COMPONENTS
+    ));
+    let mut raw = Raw::start(&p);
+    raw.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nap","arguments":{"ms":3600000}}}"#);
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}"#);
+    // As above: the writer can only start once the sleeping call stopped.
+    raw.send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"x","content":"y"}}}"#);
+    let reply = raw.reply(4);
+    assert!(
+        reply["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("write_file was not executed")
+    );
+}
+
 #[test]
 fn closing_the_connection_kills_its_jobs() {
     let p = Project::new().config("agents:\n  a:\n    tools:\n      shell: {sandbox: off, auto_run: true}\n");

@@ -39,7 +39,12 @@ fn a_two_question_choose_and_an_approval_answered_with_keys() {
     ) {
         return;
     }
-    let p = Project::new().config("agents:\n  a:\n    tools:\n      code:\n      ask:\n");
+    // A time limit shorter than the person takes to answer: their time is
+    // not the call's.
+    let p = Project::new().config(&format!(
+        "toolsets:\n  ask:\n    path: {}/ask.wasm\n    grant: [ui]\n    limits: {{timeout: 2}}\nagents:\n  a:\n    tools:\n      code:\n      ask:\n",
+        support::COMPONENTS
+    ));
     let out = p.outside().join("out.json");
     let choose = r#"{"questions":[{"header":"Extras","question":"Which extras?","multiple":true,"options":[{"label":"Tests"},{"label":"Docs","description":"the README"},{"label":"Bench"}]},{"header":"Language","question":"Which language?","options":[{"label":"Rust"},{"label":"Go"}]}]}"#;
     let write = r#"{"path":"picked.txt","content":"hi\n"}"#;
@@ -65,6 +70,7 @@ fn a_two_question_choose_and_an_approval_answered_with_keys() {
     assert!(screen.contains("> [ ] Tests"), "{screen}");
     assert!(screen.contains("  [ ] Docs — the README"), "{screen}");
     assert!(screen.contains("\n  Other…"), "{screen}");
+    std::thread::sleep(Duration::from_secs(3));
     // Multi-select Tests and Bench; Tab to the second question; type an Other… answer.
     tmux(
         &session,

@@ -50,7 +50,8 @@ pub struct CallState {
     pub(crate) limiter: MemoryLimiter,
     pub(crate) set: String,
     pub(crate) session: Arc<Session>,
-    pub(crate) ui: Arc<dyn ui::Ui>,
+    /// The user, with the time they take to answer kept apart.
+    pub(crate) ui: Arc<ui::Timed>,
     /// The sandbox runner behind `process`, when granted.
     pub(crate) process: Option<Arc<crate::shell::ShellToolset>>,
     /// The preopens `files` reads through (none without access).
@@ -62,10 +63,15 @@ pub struct CallState {
     pub(crate) workers: Result<workers::Workers, &'static str>,
     /// When the call's time runs out: a command it runs (`process`) is
     /// killed then too, however long a timeout it asked for, and a WASI
-    /// wait ends.
+    /// wait ends. Moved on by the time the user takes to answer a question.
     pub(crate) deadline: std::time::Instant,
     /// The directory listings its WASI `read-directory` streams hold.
     pub(crate) listings: wasi_bounds::Listings,
+    /// The session's cancellation count when the call began: another
+    /// count means its calls were cancelled.
+    pub(crate) cancellations_at_start: u64,
+    /// For a task: set when its call no longer waits for it.
+    pub(crate) abandoned: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl WasiView for CallState {
@@ -78,6 +84,57 @@ impl WasiView for CallState {
 }
 
 impl bindings::iota::toolset::types::Host for CallState {}
+
+impl CallState {
+    /// What decides whether the call must stop now, apart from the store.
+    pub(crate) fn stopper(&self) -> Stopper {
+        Stopper {
+            session: self.session.clone(),
+            cancellations_at_start: self.cancellations_at_start,
+            abandoned: self.abandoned.clone(),
+            deadline: self.deadline,
+        }
+    }
+}
+
+/// Whether a call must stop: cancelled (its session's calls, or a task's
+/// call no longer waiting) or out of time. Checked at every epoch tick, and
+/// every [`Stopper::EVERY`] while the call waits in the host.
+pub(crate) struct Stopper {
+    session: Arc<Session>,
+    cancellations_at_start: u64,
+    abandoned: Option<Arc<std::sync::atomic::AtomicBool>>,
+    deadline: std::time::Instant,
+}
+
+impl Stopper {
+    /// How often a wait in the host looks again.
+    pub(crate) const EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+
+    /// Why the call must stop now, if it must.
+    pub(crate) fn reason(&self) -> Option<wasmtime::Error> {
+        let abandoned = self
+            .abandoned
+            .as_ref()
+            .is_some_and(|a| a.load(std::sync::atomic::Ordering::Relaxed));
+        if abandoned || self.session.cancellations() != self.cancellations_at_start {
+            return Some(Cancelled.into());
+        }
+        (std::time::Instant::now() >= self.deadline).then(|| wasmtime::Trap::Interrupt.into())
+    }
+}
+
+/// A call stopped because it was cancelled.
+#[derive(Debug)]
+pub(crate) struct Cancelled;
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("cancelled")
+    }
+}
+
+impl std::error::Error for Cancelled {}
 
 /// Caps a store's linear memory; remembers whether the cap was hit so the
 /// error names the limit rather than a bare trap.

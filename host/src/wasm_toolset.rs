@@ -8,7 +8,7 @@ use crate::caps::bindings::iota::toolset::types::Context;
 use crate::caps::fs::{self, FsAccess};
 use crate::caps::ui::Ui;
 use crate::caps::workers::{NewWorker, Workers};
-use crate::caps::{self, CallState, MemoryLimiter};
+use crate::caps::{self, CallState, Cancelled, MemoryLimiter};
 use crate::config::{Capability, Limits};
 use crate::describe_cache;
 use crate::engine::Engine;
@@ -18,7 +18,7 @@ use crate::toolset::{ToolResult, ToolSpec, Toolset};
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Instant;
 use wasmtime::{Store, Trap};
@@ -350,13 +350,15 @@ impl WasmToolset {
             },
             set: self.name.clone(),
             session: session.clone(),
-            ui: ui.clone(),
+            ui: crate::caps::ui::Timed::new(ui.clone()),
             process: self.process.clone(),
             files,
             asked: false,
             workers,
             deadline,
             listings: Default::default(),
+            cancellations_at_start: session.cancellations(),
+            abandoned,
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|s| &mut s.limiter);
@@ -366,19 +368,12 @@ impl WasmToolset {
         // a task, of the call it is part of) and for the deadline, so a call
         // stops at whichever comes first. The deadline is read from the
         // clock, not counted in ticks: no tick reaches a call waiting in the
-        // host (a command, a question, a WASI wait), and that time counts.
-        let cancelled_at_start = session.cancellations();
-        let watched = session.clone();
+        // host (a command, a WASI wait), and that time counts; the time a
+        // person takes to answer a question does not (caps/ui.rs).
         store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(move |_| {
-            let abandoned = abandoned.as_ref().is_some_and(|a| a.load(Ordering::Relaxed));
-            if abandoned || watched.cancellations() != cancelled_at_start {
-                return Err(wasmtime::Error::from(Cancelled));
-            }
-            if Instant::now() >= deadline {
-                return Err(Trap::Interrupt.into());
-            }
-            Ok(wasmtime::UpdateDeadline::Continue(1))
+        store.epoch_deadline_callback(|store| match store.data().stopper().reason() {
+            Some(stop) => Err(stop),
+            None => Ok(wasmtime::UpdateDeadline::Continue(1)),
         });
         Ok((store, stdout, stderr))
     }
@@ -536,17 +531,6 @@ enum Role {
 const POOL_RETRY: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// Why a call stopped when its session cancelled it.
-#[derive(Debug)]
-struct Cancelled;
-
-impl std::fmt::Display for Cancelled {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("cancelled")
-    }
-}
-
-impl std::error::Error for Cancelled {}
-
 /// Tool names the model can call: `^[a-zA-Z0-9_-]{1,64}$`.
 pub fn valid_tool_name(name: &str) -> bool {
     (1..=64).contains(&name.len())

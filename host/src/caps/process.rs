@@ -6,11 +6,15 @@
 
 use super::CallState;
 use super::bindings::iota::toolset::process::{Command, Host, Output};
+use super::ui::Ui;
+use std::sync::Arc;
 use std::time::Duration;
 
 impl Host for CallState {
     fn run(&mut self, cmd: Command) -> wasmtime::Result<Result<Output, String>> {
         let ran = self.run_command(cmd);
+        // An approval the command needed was the user's time.
+        self.answered();
         // A command may have written anywhere it can: nothing the session
         // kept of the tree is taken on trust afterwards.
         self.session.warm_tree().clear();
@@ -39,8 +43,9 @@ impl CallState {
             .filter(|s| *s > 0)
             .map(|s| Duration::from_secs(u64::from(s)));
         let timeout = Some(asked.map_or(left, |asked| asked.min(left)));
+        let ui: Arc<dyn Ui> = self.ui.clone();
         shell
-            .run_for_component(&self.session, &self.ui, &cmd.line, cmd.cwd.as_deref(), timeout)
+            .run_for_component(&self.session, &ui, &cmd.line, cmd.cwd.as_deref(), timeout)
             .map(|(text, exit_code)| Output { text, exit_code })
     }
 }

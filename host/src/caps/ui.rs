@@ -15,6 +15,9 @@ pub mod terminal;
 use super::CallState;
 use super::bindings::iota::toolset::ui::{Answer, Host, Question};
 pub use scripted::ScriptedUi;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 /// The answer to an approval question.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -89,6 +92,7 @@ impl Host for CallState {
     fn choose(&mut self, questions: Vec<Question>) -> wasmtime::Result<Option<Vec<Answer>>> {
         self.asked = true;
         let answers = self.ui.choose(&questions);
+        self.answered();
         if self.ui.suspended() {
             return Err(suspension());
         }
@@ -98,9 +102,66 @@ impl Host for CallState {
     fn confirm(&mut self, question: String, yes_label: String, no_label: String) -> wasmtime::Result<Option<bool>> {
         self.asked = true;
         let answer = self.ui.confirm(&question, &yes_label, &no_label);
+        self.answered();
         if self.ui.suspended() {
             return Err(suspension());
         }
         Ok(answer)
+    }
+}
+
+impl CallState {
+    /// Moves the call's deadline by the time the user took to answer since
+    /// the last time: that time is theirs, not the call's.
+    pub(crate) fn answered(&mut self) {
+        self.deadline += self.ui.take_answer_time();
+    }
+}
+
+/// A call's questions to the user, timed: every question of `inner` (an
+/// approval of a command too) adds the time it took to answer.
+pub struct Timed {
+    inner: Arc<dyn Ui>,
+    answer_time_ns: AtomicU64,
+}
+
+impl Timed {
+    /// Times the questions put through `inner`.
+    pub fn new(inner: Arc<dyn Ui>) -> Arc<Timed> {
+        Arc::new(Timed {
+            inner,
+            answer_time_ns: AtomicU64::new(0),
+        })
+    }
+
+    /// The time spent answering since the last take.
+    pub fn take_answer_time(&self) -> Duration {
+        Duration::from_nanos(self.answer_time_ns.swap(0, Ordering::Relaxed))
+    }
+
+    fn timed<T>(&self, ask: impl FnOnce(&dyn Ui) -> T) -> T {
+        let asked_at = Instant::now();
+        let answer = ask(self.inner.as_ref());
+        let took = u64::try_from(asked_at.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.answer_time_ns.fetch_add(took, Ordering::Relaxed);
+        answer
+    }
+}
+
+impl Ui for Timed {
+    fn interactive(&self) -> bool {
+        self.inner.interactive()
+    }
+    fn approve(&self, request: &ApprovalRequest<'_>) -> Approval {
+        self.timed(|ui| ui.approve(request))
+    }
+    fn choose(&self, questions: &[Question]) -> Option<Vec<Answer>> {
+        self.timed(|ui| ui.choose(questions))
+    }
+    fn confirm(&self, question: &str, yes_label: &str, no_label: &str) -> Option<bool> {
+        self.timed(|ui| ui.confirm(question, yes_label, no_label))
+    }
+    fn suspended(&self) -> bool {
+        self.inner.suspended()
     }
 }

@@ -1,11 +1,12 @@
 //! WASI calls held to bounds wasmtime-wasi leaves open. Each replaces one of
 //! wasmtime-wasi's functions in the linker and otherwise does what it does:
 //!
-//! - **Waits end at the call's deadline.** `poll` and `pollable.block` wait
+//! - **Waits end when the call must stop.** `poll` and `pollable.block` wait
 //!   inside the host, where no epoch tick reaches, so a component sleeping
 //!   for ever (`subscribe-duration(u64::MAX)`, no grant needed) would hold
 //!   its thread and instance slot past any time limit and any cancellation.
-//!   Here the wait stops at the deadline and the call stops as timed out.
+//!   Here the wait looks every 50 ms at what an epoch tick would, and the
+//!   call stops as timed out or cancelled.
 //! - **A stream write stays within its permit.** WASI says a `write` past
 //!   what `check-write` permitted traps, but wasmtime-wasi's file streams
 //!   take any length and write it on a blocking thread that outlives the
@@ -20,10 +21,10 @@
 //!   [`MAX_LISTED_BYTES`] per store; past it, `read-directory` answers
 //!   `insufficient-memory`.
 
-use super::CallState;
+use super::{CallState, Stopper};
 use std::collections::HashMap;
+use wasmtime::StoreContextMut;
 use wasmtime::component::{ComponentNamedList, Lift, Linker, Lower, Resource, ResourceTable, ResourceType};
-use wasmtime::{StoreContextMut, Trap};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::sync::filesystem::types::{self as fs_types, ErrorCode, HostDescriptor};
 use wasmtime_wasi::p2::bindings::sync::io::streams::{Host as StreamsHost, StreamError};
@@ -72,9 +73,9 @@ pub fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
         "wasi:io/poll",
         "poll",
         |mut store, (pollables,): (Vec<Resource<DynPollable>>,)| {
-            let deadline = store.data().deadline;
+            let stopper = store.data().stopper();
             let table = &mut store.data_mut().table;
-            Ok((until(deadline, PollHost::poll(table, pollables))??,))
+            Ok((until(&stopper, PollHost::poll(table, pollables))??,))
         },
     )?;
     replace(
@@ -82,9 +83,9 @@ pub fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
         "wasi:io/poll",
         "[method]pollable.block",
         |mut store, (pollable,): (Resource<DynPollable>,)| {
-            let deadline = store.data().deadline;
+            let stopper = store.data().stopper();
             let table = &mut store.data_mut().table;
-            until(deadline, HostPollable::block(table, pollable))??;
+            until(&stopper, HostPollable::block(table, pollable))??;
             Ok(())
         },
     )?;
@@ -182,13 +183,21 @@ fn must_have_been_defined(defined: wasmtime::Result<()>, interface: &str, name: 
     }
 }
 
-/// Waits for `future` on wasmtime-wasi's runtime until `deadline`; past it,
-/// the call stops as timed out.
-fn until<T>(deadline: std::time::Instant, future: impl Future<Output = T>) -> wasmtime::Result<T> {
-    let deadline = tokio::time::Instant::from_std(deadline);
-    // The timer is made inside the runtime, whose time driver it needs.
-    wasmtime_wasi::runtime::in_tokio(async move { tokio::time::timeout_at(deadline, future).await })
-        .map_err(|_| Trap::Interrupt.into())
+/// Waits for `future` on wasmtime-wasi's runtime while the call may go on:
+/// it stops, timed out or cancelled, as it would at an epoch tick.
+fn until<T>(stopper: &Stopper, future: impl Future<Output = T>) -> wasmtime::Result<T> {
+    // Timers are made inside the runtime, whose time driver they need.
+    wasmtime_wasi::runtime::in_tokio(async move {
+        let mut future = std::pin::pin!(future);
+        loop {
+            if let Some(stop) = stopper.reason() {
+                return Err(stop);
+            }
+            if let Ok(done) = tokio::time::timeout(Stopper::EVERY, future.as_mut()).await {
+                return Ok(done);
+            }
+        }
+    })
 }
 
 /// Writes `contents` if the stream permits that much now.

@@ -129,11 +129,16 @@ impl Workers {
         Ok(id)
     }
 
-    /// Waits for task `id` until `deadline` (the call's) and takes its
-    /// result; `None` once the deadline passed, when the call itself is out
-    /// of time. A task stops at the same deadline; this is the bound if one
-    /// is stuck where nothing stops it.
-    pub fn wait(&self, id: u64, deadline: std::time::Instant) -> Option<Result<String, String>> {
+    /// Waits for task `id` and takes its result, looking every `every` at
+    /// whether the waiting call must stop; `None` when it must (cancelled,
+    /// or out of time: a task stops at the same deadline, and this is the
+    /// bound if one is stuck where nothing stops it).
+    pub fn wait(
+        &self,
+        id: u64,
+        every: std::time::Duration,
+        must_stop: impl Fn() -> bool,
+    ) -> Option<Result<String, String>> {
         let mut state = self.shared.lock();
         if !state.outstanding.contains(&id) {
             return Some(Err(format!("no task {id} is waiting to be collected")));
@@ -144,14 +149,13 @@ impl Workers {
                 state.held -= held_by(&result);
                 return Some(result);
             }
-            let left = deadline.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
+            if must_stop() {
                 return None;
             }
             state = self
                 .shared
                 .changed
-                .wait_timeout(state, left)
+                .wait_timeout(state, every)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
         }
@@ -225,10 +229,14 @@ impl Host for CallState {
 
     fn wait(&mut self, task: u64) -> wasmtime::Result<Result<String, String>> {
         match &self.workers {
-            // Out of time: the call stops as timed out, as at its next tick.
-            Ok(workers) => workers
-                .wait(task, self.deadline)
-                .ok_or_else(|| wasmtime::Trap::Interrupt.into()),
+            // Cancelled or out of time: the call stops, as at its next tick.
+            Ok(workers) => {
+                let stopper = self.stopper();
+                match workers.wait(task, super::Stopper::EVERY, || stopper.reason().is_some()) {
+                    Some(result) => Ok(result),
+                    None => Err(stopper.reason().unwrap_or_else(|| wasmtime::Trap::Interrupt.into())),
+                }
+            }
             Err(why) => Ok(Err(why.to_string())),
         }
     }
@@ -240,8 +248,8 @@ mod tests {
 
     /// Waits for task `id` with a deadline no test reaches.
     fn wait(workers: &Workers, id: u64) -> Result<String, String> {
-        let far = std::time::Instant::now() + std::time::Duration::from_secs(600);
-        workers.wait(id, far).expect("answered before the deadline")
+        let every = std::time::Duration::from_millis(10);
+        workers.wait(id, every, || false).expect("never told to stop")
     }
 
     fn echo() -> NewWorker {
@@ -311,7 +319,8 @@ mod tests {
         let workers = Workers::new(slow);
         let id = workers.submit("t".into(), String::new()).unwrap();
         let soon = std::time::Instant::now() + std::time::Duration::from_millis(50);
-        assert_eq!(workers.wait(id, soon), None);
+        let every = std::time::Duration::from_millis(10);
+        assert_eq!(workers.wait(id, every, || std::time::Instant::now() >= soon), None);
     }
 
     #[test]

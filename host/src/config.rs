@@ -186,7 +186,8 @@ impl Capability {
 /// Resource limits of one Wasm toolset's calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// Wall-clock budget of one call, enforced by epoch interruption.
+    /// Wall-clock budget of one call, enforced by epoch interruption and in
+    /// the host's waits; the time a person takes to answer is not counted.
     pub timeout: Duration,
     /// Linear memory a call may grow to, in bytes.
     pub memory: u64,

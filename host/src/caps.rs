@@ -61,17 +61,10 @@ pub struct CallState {
     pub(crate) asked: bool,
     /// This call's tasks, or why it cannot have any.
     pub(crate) workers: Result<workers::Workers, &'static str>,
-    /// When the call's time runs out: a command it runs (`process`) is
-    /// killed then too, however long a timeout it asked for, and a WASI
-    /// wait ends. Moved on by the time the user takes to answer a question.
-    pub(crate) deadline: std::time::Instant,
+    /// When the call must stop: cancelled, or at its deadline.
+    pub(crate) stop: Stopper,
     /// The directory listings its WASI `read-directory` streams hold.
     pub(crate) listings: wasi_bounds::Listings,
-    /// The session's cancellation count when the call began: another
-    /// count means its calls were cancelled.
-    pub(crate) cancellations_at_start: u64,
-    /// For a task: set when its call no longer waits for it.
-    pub(crate) abandoned: Option<Arc<std::sync::atomic::AtomicBool>>,
 }
 
 impl WasiView for CallState {
@@ -85,29 +78,40 @@ impl WasiView for CallState {
 
 impl bindings::iota::toolset::types::Host for CallState {}
 
-impl CallState {
-    /// What decides whether the call must stop now, apart from the store.
-    pub(crate) fn stopper(&self) -> Stopper {
-        Stopper {
-            session: self.session.clone(),
-            cancellations_at_start: self.cancellations_at_start,
-            abandoned: self.abandoned.clone(),
-            deadline: self.deadline,
-        }
-    }
-}
-
 /// Whether a call must stop: cancelled (its session's calls, or a task's
 /// call no longer waiting) or out of time. Checked at every epoch tick, and
-/// every [`Stopper::EVERY`] while the call waits in the host.
+/// every [`Stopper::EVERY`] while the call waits in the host (a copy, apart
+/// from the store the wait borrows).
+#[derive(Clone)]
 pub(crate) struct Stopper {
     session: Arc<Session>,
+    /// The session's cancellation count when the call began: another count
+    /// means its calls were cancelled.
     cancellations_at_start: u64,
+    /// For a task: set when its call no longer waits for it.
     abandoned: Option<Arc<std::sync::atomic::AtomicBool>>,
-    deadline: std::time::Instant,
+    /// When the call's time runs out: a command it runs (`process`) is
+    /// killed then too, however long a timeout it asked for, and a WASI
+    /// wait ends. Moved on by the time the user takes to answer a question.
+    pub(crate) deadline: std::time::Instant,
 }
 
 impl Stopper {
+    /// A call of `session` that began now, until `deadline`; for a task,
+    /// also until `abandoned` is set.
+    pub(crate) fn new(
+        session: &Arc<Session>,
+        deadline: std::time::Instant,
+        abandoned: Option<Arc<std::sync::atomic::AtomicBool>>,
+    ) -> Stopper {
+        Stopper {
+            session: session.clone(),
+            cancellations_at_start: session.cancellations(),
+            abandoned,
+            deadline,
+        }
+    }
+
     /// How often a wait in the host looks again.
     pub(crate) const EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 

@@ -355,10 +355,8 @@ impl WasmToolset {
             files,
             asked: false,
             workers,
-            deadline,
+            stop: caps::Stopper::new(session, deadline, abandoned),
             listings: Default::default(),
-            cancellations_at_start: session.cancellations(),
-            abandoned,
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|s| &mut s.limiter);
@@ -371,7 +369,7 @@ impl WasmToolset {
         // host (a command, a WASI wait), and that time counts; the time a
         // person takes to answer a question does not (caps/ui.rs).
         store.set_epoch_deadline(1);
-        store.epoch_deadline_callback(|store| match store.data().stopper().reason() {
+        store.epoch_deadline_callback(|store| match store.data().stop.reason() {
             Some(stop) => Err(stop),
             None => Ok(wasmtime::UpdateDeadline::Continue(1)),
         });

@@ -34,7 +34,7 @@ impl CallState {
         };
         // The command ends with the call at the latest: the component's own
         // deadline stops only its instance, not a process the host started.
-        let left = self.deadline.saturating_duration_since(std::time::Instant::now());
+        let left = self.stop.deadline.saturating_duration_since(std::time::Instant::now());
         if left.is_zero() {
             return Err(format!("toolset {:?}: the call's time limit was reached", self.set));
         }

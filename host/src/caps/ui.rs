@@ -114,7 +114,7 @@ impl CallState {
     /// Moves the call's deadline by the time the user took to answer since
     /// the last time: that time is theirs, not the call's.
     pub(crate) fn answered(&mut self) {
-        self.deadline += self.ui.take_answer_time();
+        self.stop.deadline += self.ui.take_answer_time();
     }
 }
 

@@ -24,7 +24,9 @@
 use super::{CallState, Stopper};
 use std::collections::HashMap;
 use wasmtime::StoreContextMut;
-use wasmtime::component::{ComponentNamedList, Lift, Linker, Lower, Resource, ResourceTable, ResourceType};
+use wasmtime::component::{
+    ComponentNamedList, Lift, Linker, LinkerInstance, Lower, Resource, ResourceTable, ResourceType,
+};
 use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::sync::filesystem::types::{self as fs_types, ErrorCode, HostDescriptor};
 use wasmtime_wasi::p2::bindings::sync::io::streams::{Host as StreamsHost, StreamError};
@@ -73,7 +75,7 @@ pub fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
         "wasi:io/poll",
         "poll",
         |mut store, (pollables,): (Vec<Resource<DynPollable>>,)| {
-            let stopper = store.data().stopper();
+            let stopper = store.data().stop.clone();
             let table = &mut store.data_mut().table;
             Ok((until(&stopper, PollHost::poll(table, pollables))??,))
         },
@@ -83,7 +85,7 @@ pub fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
         "wasi:io/poll",
         "[method]pollable.block",
         |mut store, (pollable,): (Resource<DynPollable>,)| {
-            let stopper = store.data().stopper();
+            let stopper = store.data().stop.clone();
             let table = &mut store.data_mut().table;
             until(&stopper, HostPollable::block(table, pollable))??;
             Ok(())
@@ -110,20 +112,13 @@ pub fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
         state.table.delete(Resource::<ReaddirIterator>::new_own(rep))?;
         Ok(())
     };
-    let interface = versioned("wasi:filesystem/types");
-    let defined = linker.instance(&interface)?.resource(
-        "directory-entry-stream",
-        ResourceType::host::<ReaddirIterator>(),
-        released,
-    );
-    must_have_been_defined(defined, &interface, "directory-entry-stream")?;
-    linker.allow_shadowing(true);
-    linker.instance(&interface)?.resource(
-        "directory-entry-stream",
-        ResourceType::host::<ReaddirIterator>(),
-        released,
-    )?;
-    linker.allow_shadowing(false);
+    redefine(linker, "wasi:filesystem/types", "directory-entry-stream", |instance| {
+        instance.resource(
+            "directory-entry-stream",
+            ResourceType::host::<ReaddirIterator>(),
+            released,
+        )
+    })?;
     replace(
         linker,
         "wasi:filesystem/types",
@@ -153,9 +148,7 @@ fn versioned(interface: &str) -> String {
     format!("{interface}@{VERSION}")
 }
 
-/// Replaces the function `name` of `interface`, which must already be
-/// defined: a name that moved (another WASI version) would otherwise leave
-/// the original in place beside an unused replacement.
+/// Replaces the function `name` of `interface` (see [`redefine`]).
 fn replace<Params, Return>(
     linker: &mut Linker<CallState>,
     interface: &str,
@@ -166,21 +159,27 @@ where
     Params: ComponentNamedList + Lift + 'static,
     Return: ComponentNamedList + Lower + 'static,
 {
-    let interface = versioned(interface);
-    let defined = linker.instance(&interface)?.func_wrap(name, f.clone());
-    must_have_been_defined(defined, &interface, name)?;
-    linker.allow_shadowing(true);
-    let replaced = linker.instance(&interface)?.func_wrap(name, f);
-    linker.allow_shadowing(false);
-    replaced
+    redefine(linker, interface, name, |instance| instance.func_wrap(name, f.clone()))
 }
 
-/// Defining `name` without shadowing must have failed: it was there.
-fn must_have_been_defined(defined: wasmtime::Result<()>, interface: &str, name: &str) -> wasmtime::Result<()> {
-    match defined {
-        Err(_) => Ok(()),
-        Ok(()) => wasmtime::bail!("wasmtime-wasi no longer defines {interface} {name}: update caps/wasi_bounds.rs"),
+/// Redefines `name` of `interface` with `define`; `name` must already be
+/// defined there: one that moved (another WASI version) would otherwise
+/// leave the original in place beside an unused replacement. Defining it
+/// without shadowing first must fail, which proves it was there.
+fn redefine(
+    linker: &mut Linker<CallState>,
+    interface: &str,
+    name: &str,
+    define: impl Fn(&mut LinkerInstance<'_, CallState>) -> wasmtime::Result<()>,
+) -> wasmtime::Result<()> {
+    let interface = versioned(interface);
+    if define(&mut linker.instance(&interface)?).is_ok() {
+        wasmtime::bail!("wasmtime-wasi no longer defines {interface} {name}: update caps/wasi_bounds.rs");
     }
+    linker.allow_shadowing(true);
+    let redefined = define(&mut linker.instance(&interface)?);
+    linker.allow_shadowing(false);
+    redefined
 }
 
 /// Waits for `future` on wasmtime-wasi's runtime while the call may go on:

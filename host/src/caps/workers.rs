@@ -231,7 +231,7 @@ impl Host for CallState {
         match &self.workers {
             // Cancelled or out of time: the call stops, as at its next tick.
             Ok(workers) => {
-                let stopper = self.stopper();
+                let stopper = &self.stop;
                 match workers.wait(task, super::Stopper::EVERY, || stopper.reason().is_some()) {
                     Some(result) => Ok(result),
                     None => Err(stopper.reason().unwrap_or_else(|| wasmtime::Trap::Interrupt.into())),

@@ -8,8 +8,13 @@ use serde_json::json;
 use support::{COMPONENTS, Project};
 
 fn hostile(grant: &str) -> Project {
+    hostile_with(grant, "{timeout: 2, memory: 64}")
+}
+
+/// The hostile fixture (granted `grant`, with `limits`) beside `code`.
+fn hostile_with(grant: &str, limits: &str) -> Project {
     Project::new().config(&format!(
-        "toolsets:\n  hostile:\n    path: {COMPONENTS}/hostile.wasm\n    grant: [{grant}]\n    limits: {{timeout: 2, memory: 64}}\nagents:\n  a:\n    tools:\n      hostile:\n      code:\n"
+        "toolsets:\n  hostile:\n    path: {COMPONENTS}/hostile.wasm\n    grant: [{grant}]\n    limits: {limits}\nagents:\n  a:\n    tools:\n      hostile:\n      code:\n"
     ))
 }
 
@@ -240,9 +245,7 @@ fn a_sleep_past_the_deadline_is_stopped_at_it() {
 
     // 4.5 s asleep in the host, then a loop: stopped at 5 s of wall time,
     // not 5 s of time in the component (9.5 s).
-    let p = Project::new().config(&format!(
-        "toolsets:\n  hostile:\n    path: {COMPONENTS}/hostile.wasm\n    grant: [process, parallel]\n    limits: {{timeout: 5}}\nagents:\n  a:\n    tools:\n      hostile:\n"
-    ));
+    let p = hostile_with("process, parallel", "{timeout: 5}");
     let started = std::time::Instant::now();
     let r = p.call("nap", json!({"ms": 4500, "spin": true}));
     let took = started.elapsed();
@@ -258,9 +261,7 @@ fn a_sleep_past_the_deadline_is_stopped_at_it() {
 #[test]
 fn directory_listings_held_through_wasi_are_bounded() {
     // Time enough to list 20,000 names 33 times on a loaded machine.
-    let p = Project::new().config(&format!(
-        "toolsets:\n  hostile:\n    path: {COMPONENTS}/hostile.wasm\n    grant: [process, parallel]\n    limits: {{timeout: 60}}\nagents:\n  a:\n    tools:\n      hostile:\n"
-    ));
+    let p = hostile_with("process, parallel", "{timeout: 60}");
     // 20,000 names of 200 bytes: 5.28 MB a listing, as counted (64 bytes an
     // entry besides its name); twelve fit in 64 MiB, a thirteenth does not.
     for i in 0..20_000 {
@@ -313,9 +314,7 @@ fn the_host_raises_its_soft_open_files_limit() {
 /// it on a thread that outlives the call.
 #[test]
 fn a_stream_write_past_its_permit_is_stopped() {
-    let p = Project::new().answers(r#"["once", "once"]"#).config(&format!(
-        "toolsets:\n  hostile:\n    path: {COMPONENTS}/hostile.wasm\n    grant: [write, process, parallel]\nagents:\n  a:\n    tools:\n      hostile:\n"
-    ));
+    let p = hostile_with("write, process, parallel", "{}").answers(r#"["once", "once"]"#);
     let rs = p.calls(&[
         ("bigwrite", json!({"size": 8 << 20})),
         ("bigwrite", json!({"size": 4096})),

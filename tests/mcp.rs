@@ -631,22 +631,18 @@ fn cpu_ticks(pid: u32) -> u64 {
     fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
-#[test]
-fn a_cancelled_component_call_is_interrupted() {
-    let p = Project::new().config(&format!(
+/// The hostile fixture with an hour's time limit, beside `code`.
+fn hostile_for_an_hour() -> Project {
+    Project::new().config(&format!(
         "toolsets:\n  hostile:\n    path: {}/hostile.wasm\n    grant: [process, parallel]\n    limits: {{timeout: 3600}}\nagents:\n  a:\n    tools:\n      hostile:\n      code:\n",
         support::COMPONENTS
-    ));
-    let mut raw = Raw::start(&p);
-    raw.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"spin","arguments":{}}}"#);
-    // Spinning shows as CPU time in the server; then it is cancelled.
-    let pid = raw.child.id();
-    let cpu_start = cpu_ticks(pid);
-    support::eventually("the component spins", || cpu_ticks(pid) > cpu_start + 20);
-    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}"#);
-    // A writer runs alone, so it can only start once the spinning call has
-    // stopped; its time limit is an hour, so only the cancellation stops it
-    // within the reply's deadline.
+    ))
+}
+
+/// A writer runs alone, so it can only start once the call before it has
+/// stopped; with an hour's time limit, only a cancellation stops that call
+/// within the reply's deadline.
+fn assert_a_writer_starts_next(raw: &mut Raw) {
     raw.send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"x","content":"y"}}}"#);
     let reply = raw.reply(4);
     assert!(
@@ -657,27 +653,29 @@ fn a_cancelled_component_call_is_interrupted() {
     );
 }
 
+#[test]
+fn a_cancelled_component_call_is_interrupted() {
+    let p = hostile_for_an_hour();
+    let mut raw = Raw::start(&p);
+    raw.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"spin","arguments":{}}}"#);
+    // Spinning shows as CPU time in the server; then it is cancelled.
+    let pid = raw.child.id();
+    let cpu_start = cpu_ticks(pid);
+    support::eventually("the component spins", || cpu_ticks(pid) > cpu_start + 20);
+    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}"#);
+    assert_a_writer_starts_next(&mut raw);
+}
+
 /// A call asleep in the host (a WASI sleep, where no epoch tick reaches) is
 /// stopped by its cancellation too, not only at its deadline.
 #[test]
 fn a_cancelled_component_call_asleep_in_the_host_is_interrupted() {
-    let p = Project::new().config(&format!(
-        "toolsets:\n  hostile:\n    path: {}/hostile.wasm\n    grant: [process, parallel]\n    limits: {{timeout: 3600}}\nagents:\n  a:\n    tools:\n      hostile:\n      code:\n",
-        support::COMPONENTS
-    ));
+    let p = hostile_for_an_hour();
     let mut raw = Raw::start(&p);
     raw.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"nap","arguments":{"ms":3600000}}}"#);
     std::thread::sleep(std::time::Duration::from_secs(1));
     raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}"#);
-    // As above: the writer can only start once the sleeping call stopped.
-    raw.send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"x","content":"y"}}}"#);
-    let reply = raw.reply(4);
-    assert!(
-        reply["result"]["content"][0]["text"]
-            .as_str()
-            .unwrap()
-            .starts_with("write_file was not executed")
-    );
+    assert_a_writer_starts_next(&mut raw);
 }
 
 #[test]

@@ -17,9 +17,12 @@ use iota_toolset::files::{
 use iota_toolset::output::plain;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
+mod contents;
 mod warm;
+use contents::{NeedleTrigrams, Version};
 pub use warm::{MAX_ENTRIES as MAX_WARM_ENTRIES, WarmStats, WarmTree};
 
 /// Data one `read-files` answer carries at most (beyond its first file).
@@ -116,22 +119,29 @@ pub struct Files {
 struct Needles {
     asked: (Vec<Vec<u8>>, bool),
     search: NeedleSearch,
+    /// The same needles as the session's content filters are asked.
+    trigrams: NeedleTrigrams,
 }
 
 impl Needles {
     /// The search for `needles`, kept in `last` for the next answer; `None`
     /// (every file kept) beyond [`MAX_NEEDLES`] or [`MAX_NEEDLE_BYTES`], so a
     /// component cannot make one host call search a file any number of times.
-    fn cached(last: &mut Option<Needles>, needles: Vec<Vec<u8>>, fold_case: bool) -> Option<&mut NeedleSearch> {
+    fn cached(last: &mut Option<Needles>, needles: Vec<Vec<u8>>, fold_case: bool) -> Option<&mut Needles> {
         if needles.len() > MAX_NEEDLES || needles.iter().map(Vec::len).sum::<usize>() > MAX_NEEDLE_BYTES {
             return None;
         }
         let asked = (needles, fold_case);
         if last.as_ref().is_none_or(|last| last.asked != asked) {
             let search = NeedleSearch::new(&asked.0, fold_case);
-            *last = Some(Needles { asked, search });
+            let trigrams = NeedleTrigrams::new(&asked.0);
+            *last = Some(Needles {
+                asked,
+                search,
+                trigrams,
+            });
         }
-        last.as_mut().map(|n| &mut n.search)
+        last.as_mut()
     }
 }
 
@@ -177,7 +187,7 @@ impl Host for CallState {
     fn read_files(&mut self, paths: Vec<String>, max_size: u64) -> Vec<Content> {
         // Without needles every answer is `Some`.
         let cap = file_cap(max_size, self.limiter.max);
-        read_answer(&self.files.roots, paths, cap, None)
+        read_answer(&self.files.roots, paths, cap, None, self.session.warm_tree())
             .into_iter()
             .flatten()
             .collect()
@@ -192,7 +202,13 @@ impl Host for CallState {
     ) -> Vec<Option<Content>> {
         let cap = file_cap(max_size, self.limiter.max);
         let Files { roots, needles: last } = &mut self.files;
-        read_answer(roots, paths, cap, Needles::cached(last, needles, fold_case))
+        read_answer(
+            roots,
+            paths,
+            cap,
+            Needles::cached(last, needles, fold_case),
+            self.session.warm_tree(),
+        )
     }
 
     fn read_head(&mut self, path: String, max_size: u64) -> Result<FileHead, HeadError> {
@@ -271,10 +287,11 @@ fn stat_name(dir: &std::fs::File, name: &str) -> Option<EntryStat> {
     })
 }
 
-/// The entries of an opened directory, as `list-dir` answers them.
+/// The entries of an opened directory, as `list-dir` answers them: sorted
+/// by name, which the warm tree looks names up by and a walk wants anyway.
 fn list_opened(dir: &std::fs::File) -> Result<Vec<Entry>, String> {
     let entries = cap_primitives::fs::read_base_dir(dir).map_err(|e| e.to_string())?;
-    let listed: Vec<Entry> = entries
+    let mut listed: Vec<Entry> = entries
         .filter_map(Result::ok)
         .take(MAX_DIR_ENTRIES + 1)
         .map(|entry| Entry {
@@ -285,6 +302,7 @@ fn list_opened(dir: &std::fs::File) -> Result<Vec<Entry>, String> {
     if listed.len() > MAX_DIR_ENTRIES {
         return Err(format!("more than {MAX_DIR_ENTRIES} entries"));
     }
+    listed.sort_unstable_by(|a, b| a.name.cmp(&b.name));
     Ok(listed)
 }
 
@@ -303,28 +321,52 @@ fn kind_of(t: cap_primitives::fs::FileType) -> Kind {
 
 /// One answer of `read-files` or `read-files-containing`: a prefix of
 /// `paths`, each read whole, within the budgets (at least one path). A file
-/// that holds none of `needles` (when they are looked for) is `None`.
+/// that holds none of `needles` (when they are looked for) is `None`; where
+/// `warm` keeps its directory, the session's content filters may say so
+/// without a read, and a file read there is learned.
 fn read_answer(
     roots: &[FilesRoot],
     paths: Vec<String>,
     max_size: u64,
-    mut needles: Option<&mut NeedleSearch>,
+    mut needles: Option<&mut Needles>,
+    warm: &WarmTree,
 ) -> Vec<Option<Content>> {
     let mut answer = Vec::with_capacity(paths.len());
     // Without needles everything read is carried, so only the data budget,
     // the smaller one, applies.
     const _: () = assert!(BULK_BUDGET < SCAN_BUDGET);
     let (mut carried, mut read) = (0u64, 0u64);
-    for path in paths {
+    // Taken before any file is opened: a file changed since is not learned
+    // from this answer (`contents.rs`).
+    let opened = SystemTime::now();
+    let files: Vec<Option<(&FilesRoot, &Path, &Path)>> = match needles {
+        Some(_) => paths.iter().map(|p| file_in_dir(roots, Path::new(p))).collect(),
+        None => Vec::new(),
+    };
+    let dirs: Vec<Option<(&FilesRoot, &Path)>> = files.iter().map(|f| f.map(|(root, dir, _)| (root, dir))).collect();
+    let kept = warm.kept(&dirs);
+    for (i, path) in paths.iter().enumerate() {
         if !answer.is_empty() && (carried >= BULK_BUDGET || read >= SCAN_BUDGET) {
             break;
         }
-        let content = read_whole(roots, Path::new(&path), max_size);
         carried += ANSWER_COST;
+        let known = kept.get(i).copied().unwrap_or(false).then(|| files[i]).flatten();
+        if let (Some((root, _, relative)), Some(needles)) = (known, needles.as_deref())
+            && needles.trigrams.any_use()
+            && Version::at(&root.dir, relative)
+                .is_some_and(|v| v.size() <= max_size && warm.contents().rules_out(&v, &needles.trigrams))
+        {
+            answer.push(None);
+            continue;
+        }
+        let (content, version) = read_whole(roots, Path::new(path), max_size, known.and(Some(opened)));
         match &content {
             Content::Data(data) => {
                 read += data.len() as u64;
-                if needles.as_mut().is_some_and(|n| !n.any_in(data)) {
+                if let Some(version) = version {
+                    warm.contents().learn(&version, opened, data);
+                }
+                if needles.as_mut().is_some_and(|n| !n.search.any_in(data)) {
                     answer.push(None);
                     continue;
                 }
@@ -338,6 +380,22 @@ fn read_answer(
     answer
 }
 
+/// For a file path that is exactly a directory's path and one plain name
+/// after it: the preopen it lies in, that directory, and the path relative
+/// to the preopen. `None` for any other path (`.`, `..`, repeated slashes),
+/// which is never looked up in what the session knows.
+fn file_in_dir<'a>(roots: &'a [FilesRoot], path: &'a Path) -> Option<(&'a FilesRoot, &'a Path, &'a Path)> {
+    let (root, relative) = beneath(roots, path)?;
+    let dir = path.parent()?;
+    let name = path.file_name()?;
+    let exact = !relative.as_os_str().is_empty()
+        && relative
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+        && dir.join(name).as_os_str() == path.as_os_str();
+    exact.then_some((root, dir, relative))
+}
+
 /// The preopen `path` lies in, and the path relative to it.
 fn beneath<'a>(roots: &'a [FilesRoot], path: &'a Path) -> Option<(&'a FilesRoot, &'a Path)> {
     roots
@@ -345,24 +403,33 @@ fn beneath<'a>(roots: &'a [FilesRoot], path: &'a Path) -> Option<(&'a FilesRoot,
         .find_map(|r| path.strip_prefix(&r.at).ok().map(|rel| (r, rel)))
 }
 
-/// One file, whole, through the preopen it lies in; `max_size` is already
-/// capped ([`file_cap`]), so `max_size + 1` cannot overflow.
-fn read_whole(roots: &[FilesRoot], path: &Path, max_size: u64) -> Content {
+/// One file, whole, through the preopen it lies in; with `to_learn`, also
+/// the version it had before the read, if what is read may be learned
+/// ([`Version::to_learn`]; `opened` is when the answer began). `max_size` is
+/// already capped ([`file_cap`]), so `max_size + 1` cannot overflow.
+fn read_whole(
+    roots: &[FilesRoot],
+    path: &Path,
+    max_size: u64,
+    to_learn: Option<SystemTime>,
+) -> (Content, Option<Version>) {
     let (mut file, meta) = match open_regular(roots, path) {
         Ok(opened) => opened,
-        Err(why) => return unreadable(why),
+        Err(why) => return (unreadable(why), None),
     };
     if meta.len() > max_size {
-        return Content::TooLarge(meta.len());
+        return (Content::TooLarge(meta.len()), None);
     }
+    let version = to_learn.and_then(|opened| Version::to_learn(&file, &meta, opened));
     // Exactly the size stat gave (plus one byte to see growth); a file that
     // grew past the limit since is too large, as a fresh stat would say.
     let mut data = Vec::with_capacity(meta.len() as usize + 1);
-    match (&mut file).take(max_size.saturating_add(1)).read_to_end(&mut data) {
+    let content = match (&mut file).take(max_size.saturating_add(1)).read_to_end(&mut data) {
         Ok(_) if data.len() as u64 > max_size => Content::TooLarge(data.len() as u64),
         Ok(_) => Content::Data(data),
         Err(e) => Content::Unreadable(plain(&e)),
-    }
+    };
+    (content, version)
 }
 
 /// Opens a regular file through the preopen it lies in, and stats the open
@@ -422,7 +489,7 @@ mod tests {
 
     fn keeps(files: &mut Files, needles: &[&str], fold_case: bool, haystack: &str) -> Option<bool> {
         let needles = needles.iter().map(|n| n.as_bytes().to_vec()).collect();
-        Needles::cached(&mut files.needles, needles, fold_case).map(|n| n.any_in(haystack.as_bytes()))
+        Needles::cached(&mut files.needles, needles, fold_case).map(|n| n.search.any_in(haystack.as_bytes()))
     }
 
     #[test]

@@ -50,6 +50,7 @@
 //! (the second-listing rule), at most [`MAX_ENTRIES`] paths and
 //! [`MAX_KEPT_PATH_BYTES`] of them.
 
+use super::contents::KnownContents;
 use super::{Entry, FilesRoot, Kind};
 use nix::poll::{PollFd, PollFlags, PollTimeout};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
@@ -61,7 +62,7 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Entries the warm tree keeps at most, over all its directories (about
@@ -98,6 +99,11 @@ pub struct WarmTree {
     ///
     /// [`clear`]: WarmTree::clear
     stamps: Arc<AtomicU64>,
+    /// What the session's searches learned of file contents; checked
+    /// against each file's `stat` at every use, so kept through [`clear`].
+    ///
+    /// [`clear`]: WarmTree::clear
+    contents: KnownContents,
 }
 
 impl std::fmt::Debug for WarmTree {
@@ -113,6 +119,10 @@ pub struct WarmStats {
     pub kept_dirs: usize,
     /// `list-dir` answers given from the tree so far.
     pub hits: u64,
+    /// Files whose content the session knows (`contents.rs`).
+    pub known_files: usize,
+    /// Files a search ruled out without reading them, so far.
+    pub unread_files: u64,
 }
 
 /// A tree's state behind its lock.
@@ -133,9 +143,8 @@ struct State {
 
 /// The kept directories and the inotify instance watching them.
 struct Watched {
-    inotify: Inotify,
-    /// `/proc/self/mountinfo`, polled for mounts and unmounts.
-    mounts: std::fs::File,
+    /// What tells of changes; shared so a lookup polls it outside the lock.
+    queues: Arc<Queues>,
     /// Every watched directory by its absolute path, compared as bytes
     /// (`Path`'s own order parses both paths into components at every
     /// comparison, which was a tenth of a warm glob); [`BTreeMap`] so a
@@ -153,10 +162,109 @@ struct Watched {
     max_watches: usize,
     /// The tree's stamp counter ([`WarmTree`]'s, which outlives this).
     stamps: Arc<AtomicU64>,
+    /// Watches removed so far. The kernel answers every `add_watch` of one
+    /// directory with the same descriptor, so a watch another worker added
+    /// outside the lock may be one removed meanwhile (its `IN_IGNORED`
+    /// read and dropped before it is recorded): it is recorded only if no
+    /// watch was removed since its step was decided.
+    removals: u64,
+}
+
+/// What reports changes: the inotify instance, and the mount table.
+struct Queues {
+    inotify: Inotify,
+    /// `/proc/self/mountinfo`, polled for mounts and unmounts.
+    mounts: std::fs::File,
+    /// A mount change one `poll` saw and no lock holder has applied yet.
+    /// The mount table reports a change to the first `poll` only (inotify
+    /// events stay queued until read, under the lock), so a worker that
+    /// polls after another must learn it here.
+    mounts_changed: AtomicBool,
+    /// Polls under way: one may have taken a mount change it has not yet
+    /// set in `mounts_changed`.
+    polling: AtomicUsize,
+}
+
+/// What one `poll` of the queues found.
+struct Pending {
+    /// Events to read.
+    events: bool,
+}
+
+impl Queues {
+    fn new(inotify: Inotify, mounts: std::fs::File) -> Queues {
+        Queues {
+            inotify,
+            mounts,
+            mounts_changed: AtomicBool::new(false),
+            polling: AtomicUsize::new(0),
+        }
+    }
+
+    /// What is pending now, in one system call: a lookup that finds nothing
+    /// pending (the common case, once per directory of a warm walk) makes
+    /// no other. A mount change goes to `mounts_changed`.
+    fn poll(&self) -> Pending {
+        self.polling.fetch_add(1, Ordering::SeqCst);
+        let (mounts, pending) = self.poll_once();
+        if mounts {
+            self.mounts_changed.store(true, Ordering::SeqCst);
+        }
+        self.polling.fetch_sub(1, Ordering::SeqCst);
+        pending
+    }
+
+    /// Whether the mount table changed since the last lock holder asked,
+    /// as every poll finished or under way will tell: asked under the
+    /// tree's lock, after this worker's own poll.
+    fn take_mount_change(&self) -> bool {
+        loop {
+            if self.mounts_changed.swap(false, Ordering::SeqCst) {
+                return true;
+            }
+            if self.polling.load(Ordering::SeqCst) == 0 {
+                return self.mounts_changed.swap(false, Ordering::SeqCst);
+            }
+            // Another worker is inside its poll, one system call long.
+            std::thread::yield_now();
+        }
+    }
+
+    /// One `poll`: whether the mount table changed, and what else is
+    /// pending.
+    fn poll_once(&self) -> (bool, Pending) {
+        let mut fds = [
+            PollFd::new(self.mounts.as_fd(), PollFlags::POLLPRI),
+            PollFd::new(self.inotify.as_fd(), PollFlags::POLLIN),
+        ];
+        let changed = PollFlags::POLLPRI | PollFlags::POLLERR;
+        match nix::poll::poll(&mut fds, PollTimeout::ZERO) {
+            Ok(0) => (false, Pending { events: false }),
+            Ok(_) => (
+                fds[0].revents().is_none_or(|r| r.intersects(changed)),
+                Pending {
+                    events: fds[1].revents().is_none_or(|r| !r.is_empty()),
+                },
+            ),
+            // No answer: trust nothing, and read whatever is queued.
+            Err(_) => (true, Pending { events: true }),
+        }
+    }
 }
 
 /// A directory's device and inode.
 pub(super) type Identity = (u64, u64);
+
+/// What watching a directory takes.
+enum WatchStep {
+    /// It is watched already; its record's stamp.
+    Known(u64),
+    /// A watch added through this queue, then recorded if no watch was
+    /// removed since ([`Watched::removals`] was this).
+    Add(Arc<Queues>, u64),
+    /// It cannot be watched.
+    Not,
+}
 
 /// What a lookup found for a directory.
 enum Lookup {
@@ -218,27 +326,71 @@ impl WarmTree {
         let Some(facts) = Opened::examine(&opened) else {
             return read(&opened);
         };
-        let stamp = {
-            let mut state = self.inner.lock().unwrap();
-            match state.watched.as_mut() {
-                Some(watched) => {
-                    watched.drain();
-                    watched.watch(dir, &opened, facts)
+        let step = {
+            let state = self.drained();
+            state
+                .watched
+                .as_ref()
+                .map_or(WatchStep::Not, |watched| watched.watch_step(dir, facts))
+        };
+        let stamp = match step {
+            WatchStep::Known(stamp) => Some(stamp),
+            WatchStep::Not => None,
+            // Added outside the lock: the kernel visits every entry of the
+            // directory, and the other worker needs the lock meanwhile.
+            WatchStep::Add(queues, removals) => {
+                let through = format!("/proc/self/fd/{}", opened.as_raw_fd());
+                match queues.inotify.add_watch(through.as_str(), watch_mask()) {
+                    Ok(wd) => {
+                        let mut state = self.drained();
+                        match state.watched.as_mut() {
+                            Some(watched) if Arc::ptr_eq(&watched.queues, &queues) => {
+                                watched.record(dir, wd, facts.identity, removals)
+                            }
+                            // Cleared meanwhile: the watch went with its queue.
+                            _ => None,
+                        }
+                    }
+                    Err(_) => None,
                 }
-                None => None,
             }
         };
         let listing = read(&opened)?;
         if let Some(stamp) = stamp {
-            let mut state = self.inner.lock().unwrap();
-            if let Some(watched) = state.watched.as_mut() {
-                watched.drain();
-                if watched.stamp_of(parent.as_deref()) == parent_stamp {
-                    watched.keep(dir, parent.as_deref(), stamp, &listing);
-                }
+            // Copied before the lock is taken.
+            let kept = Arc::new(listing.clone());
+            let mut state = self.drained();
+            if let Some(watched) = state.watched.as_mut()
+                && watched.stamp_of(parent.as_deref()) == parent_stamp
+            {
+                watched.keep(dir, parent.as_deref(), stamp, kept);
             }
         }
         Ok(listing)
+    }
+
+    /// The tree's state, locked, every event pending before this call read.
+    /// The queues are polled outside the lock, so the lock is held for no
+    /// system call when nothing is pending: the workers of a warm walk look
+    /// up a directory each at a time, and a lock held across a `poll` had
+    /// them waiting on each other.
+    fn drained(&self) -> std::sync::MutexGuard<'_, State> {
+        let queues = {
+            let mut state = self.inner.lock().unwrap();
+            Watched::get(&mut state.watched, &self.stamps)
+                .filter(|w| !w.dirs.is_empty())
+                .map(|w| w.queues.clone())
+        };
+        let pending = queues.as_ref().map(|q| q.poll());
+        let mut state = self.inner.lock().unwrap();
+        if let Some(watched) = state.watched.as_mut() {
+            match (queues, pending) {
+                // The queues polled are still this tree's (no `clear` since).
+                (Some(queues), Some(pending)) if Arc::ptr_eq(&queues, &watched.queues) => watched.apply(pending),
+                _ => watched.drain(),
+            }
+        }
+        state
     }
 
     /// What the tree says of `dir` now, under its lock, after draining.
@@ -246,12 +398,11 @@ impl WarmTree {
         let Some(root_identity) = root.identity else {
             return Lookup::Read;
         };
-        let mut state = self.inner.lock().unwrap();
+        let mut state = self.drained();
         let State { watched, seen, .. } = &mut *state;
-        let Some(watched) = Watched::get(watched, &self.stamps) else {
+        let Some(watched) = watched.as_mut() else {
             return Lookup::Read;
         };
-        watched.drain();
         watched.same_root(&root.at, root_identity);
         if let Some(listing) = watched.dirs.get(dir.as_os_str()).and_then(|d| d.listing.clone()) {
             return Lookup::Kept(listing);
@@ -283,19 +434,53 @@ impl WarmTree {
         }
     }
 
+    /// Which of `dirs` (each absolute, inside its root) have a kept
+    /// listing now, the pending events read first: directories with no
+    /// symlink on their path, watched up to the root.
+    pub fn kept(&self, dirs: &[Option<(&FilesRoot, &Path)>]) -> Vec<bool> {
+        let mut kept = vec![false; dirs.len()];
+        if dirs.is_empty() {
+            return kept;
+        }
+        let mut state = self.drained();
+        let Some(watched) = state.watched.as_mut() else {
+            return kept;
+        };
+        let mut roots_checked: Vec<&Path> = Vec::new();
+        for (kept, dir) in kept.iter_mut().zip(dirs) {
+            let Some((root, dir)) = dir else { continue };
+            let Some(root_identity) = root.identity else { continue };
+            if !roots_checked.contains(&root.at.as_path()) {
+                watched.same_root(&root.at, root_identity);
+                roots_checked.push(&root.at);
+            }
+            *kept = watched.dirs.get(dir.as_os_str()).is_some_and(|d| d.listing.is_some());
+        }
+        kept
+    }
+
+    /// What the session knows of its files' contents.
+    pub fn contents(&self) -> &KnownContents {
+        &self.contents
+    }
+
     /// What the tree holds and has served.
     pub fn stats(&self) -> WarmStats {
         let state = self.inner.lock().unwrap();
+        let (known_files, unread_files) = self.contents.stats();
         WarmStats {
             kept_dirs: state
                 .watched
                 .as_ref()
                 .map_or(0, |w| w.dirs.values().filter(|d| d.listing.is_some()).count()),
             hits: self.hits.load(Ordering::Relaxed),
+            known_files,
+            unread_files,
         }
     }
 
-    /// Forgets everything (after a call that may have written).
+    /// Forgets every listing (after a call that may have written); what it
+    /// knows of contents stays, checked at each use.
     pub fn clear(&self) {
         // Closing the inotify descriptor removes every watch.
         self.inner.lock().unwrap().watched = None;
@@ -310,8 +495,7 @@ impl Watched {
             let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
             let mounts = std::fs::File::open("/proc/self/mountinfo").ok()?;
             *slot = Some(Watched {
-                inotify,
-                mounts,
+                queues: Arc::new(Queues::new(inotify, mounts)),
                 dirs: BTreeMap::new(),
                 paths: HashMap::new(),
                 roots: HashMap::new(),
@@ -319,6 +503,7 @@ impl Watched {
                 path_bytes: 0,
                 max_watches: watch_budget(),
                 stamps: stamps.clone(),
+                removals: 0,
             });
         }
         slot.as_mut()
@@ -349,39 +534,67 @@ impl Watched {
         if name.contains(char::REPLACEMENT_CHARACTER) {
             return false;
         }
+        // Listings are sorted by name (`list_opened`).
         self.dirs
             .get(parent.as_os_str())
             .and_then(|p| p.listing.as_ref())
-            .is_some_and(|listing| {
-                listing
-                    .iter()
-                    .any(|e| e.name == name && matches!(e.kind, Kind::Directory))
+            .and_then(|listing| {
+                let at = listing.binary_search_by(|e| e.name.as_str().cmp(name)).ok()?;
+                Some(matches!(listing[at].kind, Kind::Directory))
             })
+            .unwrap_or(false)
     }
 
-    /// Watches `dir` through the opened directory; the stamp of its watch
-    /// record, or `None` when it cannot be watched (or the record is of
-    /// another directory that was at this path).
-    fn watch(&mut self, dir: &Path, opened: &std::fs::File, facts: Opened) -> Option<u64> {
-        let opened_identity = facts.identity;
+    /// What watching `dir` (opened, with `facts`) takes.
+    fn watch_step(&self, dir: &Path, facts: Opened) -> WatchStep {
         if let Some(known) = self.dirs.get(dir.as_os_str()) {
-            return (known.identity == opened_identity).then_some(known.stamp);
+            return match known.identity == facts.identity {
+                true => WatchStep::Known(known.stamp),
+                false => WatchStep::Not,
+            };
         }
-        let path_bytes = 2 * dir.as_os_str().len();
-        if self.dirs.len() >= self.max_watches
-            || self.entries >= MAX_ENTRIES
-            || self.path_bytes + path_bytes > MAX_KEPT_PATH_BYTES
-            || !facts.local
-        {
+        match self.has_room_for(dir) && facts.local {
+            true => WatchStep::Add(self.queues.clone(), self.removals),
+            false => WatchStep::Not,
+        }
+    }
+
+    /// Whether one more directory may be watched at `dir`.
+    fn has_room_for(&self, dir: &Path) -> bool {
+        self.dirs.len() < self.max_watches
+            && self.entries < MAX_ENTRIES
+            && self.path_bytes + 2 * dir.as_os_str().len() <= MAX_KEPT_PATH_BYTES
+    }
+
+    /// Records the watch `wd`, just added through the opened directory
+    /// `identity` at `dir` by a step taken when [`Watched::removals`] was
+    /// `removals`; the stamp of the record `dir` has now, or `None` when it
+    /// cannot be watched (or the record is of another directory that was
+    /// at this path). Events the watch queued before this were dropped by
+    /// `apply` as of no record; they are of changes before the read, which
+    /// begins after this.
+    fn record(&mut self, dir: &Path, wd: WatchDescriptor, identity: Identity, removals: u64) -> Option<u64> {
+        if let Some(known) = self.dirs.get(dir.as_os_str()) {
+            // Another worker's record of the same directory (the same
+            // inode's watch is the same descriptor).
+            return (known.identity == identity).then_some(known.stamp);
+        }
+        if self.removals != removals {
+            // `wd` may be a watch removed since it was added: not recorded,
+            // so nothing is kept that it would have to keep true.
             return None;
         }
-        let through = format!("/proc/self/fd/{}", opened.as_raw_fd());
-        let wd = self.inotify.add_watch(through.as_str(), watch_mask()).ok()?;
         if self.paths.contains_key(&wd) {
             // The same directory under another path (a bind mount): one
             // watch cannot stand for two paths, so neither is kept.
             return None;
         }
+        if !self.has_room_for(dir) {
+            self.remove_watch(wd);
+            return None;
+        }
+        let path_bytes = 2 * dir.as_os_str().len();
+        let opened_identity = identity;
         let stamp = self.next_stamp();
         self.paths.insert(wd, dir.to_path_buf());
         self.dirs.insert(
@@ -406,8 +619,10 @@ impl Watched {
     /// Keeps `listing` for `dir` if the watch record it was read under
     /// (`stamp`) is still there unchanged, the parent still names it, and
     /// there is room.
-    fn keep(&mut self, dir: &Path, parent: Option<&Path>, stamp: u64, listing: &[Entry]) {
-        if !self.may_keep(dir, parent) || self.entries + listing.len() > MAX_ENTRIES {
+    fn keep(&mut self, dir: &Path, parent: Option<&Path>, stamp: u64, listing: Arc<Vec<Entry>>) {
+        // Names are looked up in a kept listing by binary search.
+        let sorted = listing.is_sorted_by(|a, b| a.name < b.name);
+        if !sorted || !self.may_keep(dir, parent) || self.entries + listing.len() > MAX_ENTRIES {
             return;
         }
         let Some(kept) = self.dirs.get_mut(dir.as_os_str()) else {
@@ -416,8 +631,8 @@ impl Watched {
         if kept.stamp != stamp || kept.listing.is_some() {
             return;
         }
-        kept.listing = Some(Arc::new(listing.to_vec()));
         self.entries += listing.len();
+        kept.listing = Some(listing);
     }
 
     /// Reads every pending event and drops what it makes untrue.
@@ -426,28 +641,20 @@ impl Watched {
             // Nothing to make untrue (a mount seen later still drops all).
             return;
         }
-        // One system call for both: a lookup that finds nothing pending
-        // (the common case, once per directory of a warm walk) makes no other.
-        let mut fds = [
-            PollFd::new(self.mounts.as_fd(), PollFlags::POLLPRI),
-            PollFd::new(self.inotify.as_fd(), PollFlags::POLLIN),
-        ];
-        let changed = PollFlags::POLLPRI | PollFlags::POLLERR;
-        let (mounts, events) = match nix::poll::poll(&mut fds, PollTimeout::ZERO) {
-            Ok(0) => return,
-            Ok(_) => (fds[0].revents(), fds[1].revents()),
-            // No answer: trust nothing, and read whatever is queued.
-            Err(_) => (None, Some(PollFlags::POLLIN)),
-        };
-        // A mount or unmount (reported once per change), or no answer.
-        if mounts.is_none_or(|r| r.intersects(changed)) {
+        let pending = self.queues.poll();
+        self.apply(pending);
+    }
+
+    /// Drops what `pending`, just polled, makes untrue, reading the events.
+    fn apply(&mut self, pending: Pending) {
+        if self.queues.take_mount_change() {
             self.forget_all();
         }
-        if events.is_some_and(|r| r.is_empty()) {
+        if !pending.events {
             return;
         }
         loop {
-            let events = match self.inotify.read_events() {
+            let events = match self.queues.inotify.read_events() {
                 Ok(events) if !events.is_empty() => events,
                 Ok(_) | Err(nix::errno::Errno::EAGAIN) => return,
                 Err(_) => {
@@ -526,19 +733,24 @@ impl Watched {
         for path in below {
             if let Some(gone) = self.dirs.remove(&path) {
                 self.paths.remove(&gone.wd);
-                // A watch the kernel already removed answers an error; either way it is gone.
-                let _ = self.inotify.rm_watch(gone.wd);
+                self.remove_watch(gone.wd);
                 self.entries -= 1 + gone.listing.map_or(0, |listing| listing.len());
                 self.path_bytes -= 2 * path.len();
             }
         }
     }
 
+    /// Removes the watch `wd`, counted in [`Watched::removals`].
+    fn remove_watch(&mut self, wd: WatchDescriptor) {
+        self.removals += 1;
+        // A watch the kernel already removed answers an error; either way it is gone.
+        let _ = self.queues.inotify.rm_watch(wd);
+    }
+
     /// Drops everything.
     fn forget_all(&mut self) {
         for (_, gone) in std::mem::take(&mut self.dirs) {
-            // A watch the kernel already removed answers an error; either way it is gone.
-            let _ = self.inotify.rm_watch(gone.wd);
+            self.remove_watch(gone.wd);
         }
         self.paths.clear();
         self.roots.clear();
@@ -650,7 +862,7 @@ mod tests {
             std::fs::create_dir_all(&dir).unwrap();
             let opened = std::fs::File::open(&dir).unwrap();
             let facts = Opened::examine(&opened).unwrap();
-            assert!(watched.watch(&dir, &opened, facts).is_some(), "{name} is watched");
+            assert!(watch(watched, &dir, &opened, facts).is_some(), "{name} is watched");
         }
         watched.forget_below(&base.join("b"));
         let left: Vec<String> = watched
@@ -667,9 +879,80 @@ mod tests {
         watched.path_bytes = MAX_KEPT_PATH_BYTES - 2 * base.join("b").as_os_str().len() + 1;
         let opened = std::fs::File::open(base.join("b")).unwrap();
         let facts = Opened::examine(&opened).unwrap();
-        assert!(watched.watch(&base.join("b"), &opened, facts).is_none());
+        assert!(watch(watched, &base.join("b"), &opened, facts).is_none());
         watched.forget_all();
         assert_eq!(watched.path_bytes, 0);
+    }
+
+    /// Watches `dir` as [`WarmTree::list`] does, in one borrow.
+    fn watch(watched: &mut Watched, dir: &Path, opened: &std::fs::File, facts: Opened) -> Option<u64> {
+        match watched.watch_step(dir, facts) {
+            WatchStep::Known(stamp) => Some(stamp),
+            WatchStep::Not => None,
+            WatchStep::Add(queues, removals) => {
+                let through = format!("/proc/self/fd/{}", opened.as_raw_fd());
+                let wd = queues.inotify.add_watch(through.as_str(), watch_mask()).ok()?;
+                watched.record(dir, wd, facts.identity, removals)
+            }
+        }
+    }
+
+    /// Two workers add the same directory's watch (one descriptor); one
+    /// records it, and an event removes it before the other records: that
+    /// one's record would be a dead watch keeping a listing no event
+    /// reaches any more.
+    #[test]
+    fn a_watch_removed_before_it_is_recorded_is_not_recorded() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = std::fs::canonicalize(tmp.path()).unwrap();
+        let stamps = Arc::new(AtomicU64::new(0));
+        let mut slot = None;
+        let watched = Watched::get(&mut slot, &stamps).unwrap();
+        let opened = std::fs::File::open(&dir).unwrap();
+        let facts = Opened::examine(&opened).unwrap();
+        let add = |watched: &Watched| match watched.watch_step(&dir, facts) {
+            WatchStep::Add(queues, removals) => {
+                let through = format!("/proc/self/fd/{}", opened.as_raw_fd());
+                (
+                    queues.inotify.add_watch(through.as_str(), watch_mask()).unwrap(),
+                    removals,
+                )
+            }
+            _ => panic!("not watched yet"),
+        };
+        let (late, late_removals) = add(watched);
+        let (first, first_removals) = add(watched);
+        assert_eq!(late, first, "one directory, one watch");
+        assert!(watched.record(&dir, first, facts.identity, first_removals).is_some());
+        watched.forget_below(&dir);
+        assert_eq!(watched.record(&dir, late, facts.identity, late_removals), None);
+        assert!(watched.dirs.is_empty() && watched.paths.is_empty());
+        let (again, removals) = add(watched);
+        assert_ne!(again, late, "a new watch, recorded");
+        assert!(watched.record(&dir, again, facts.identity, removals).is_some());
+    }
+
+    /// The mount table tells a change to one `poll`; a worker whose poll
+    /// came after it, and finds the lock first, must still learn of it.
+    #[test]
+    fn a_mount_change_another_worker_polled_reaches_the_lock_holder() {
+        let inotify = Inotify::init(InitFlags::IN_NONBLOCK).unwrap();
+        let queues = Arc::new(Queues::new(
+            inotify,
+            std::fs::File::open("/proc/self/mountinfo").unwrap(),
+        ));
+        assert!(!queues.take_mount_change());
+        // Another worker inside its poll, which took the change.
+        queues.polling.fetch_add(1, Ordering::SeqCst);
+        let other = queues.clone();
+        let polling = std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            other.mounts_changed.store(true, Ordering::SeqCst);
+            other.polling.fetch_sub(1, Ordering::SeqCst);
+        });
+        assert!(queues.take_mount_change(), "waited for the poll under way");
+        polling.join().unwrap();
+        assert!(!queues.take_mount_change(), "told once");
     }
 
     /// Only the root's own spelling is the root: another spelling of it

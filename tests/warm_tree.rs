@@ -1,8 +1,10 @@
 //! The session-warm tree (`host/src/caps/fs/warm.rs`): a session's grep and
 //! glob answer from the directory listings it already read, kept true by
-//! inotify. Every warm answer is compared with a fresh session's (which
-//! reads the tree anew) after each kind of change, made between calls and
-//! while calls run; no answer ever names anything outside the root.
+//! inotify, and grep skips the files its content filters rule out
+//! (`host/src/caps/fs/contents.rs`), checked against each file's `stat`.
+//! Every warm answer is compared with a fresh session's (which reads the
+//! tree anew) after each kind of change, made between calls and while calls
+//! run; no answer ever names anything outside the root.
 
 use crate::support::{self, LibraryHost, Project};
 use serde_json::{Value, json};
@@ -47,9 +49,12 @@ fn assert_true(p: &Project, warm: &LibraryHost, after: &str) {
     }
 }
 
+/// A project on the checkout's own filesystem (`target/tmp`), not `/tmp`:
+/// content filters are learned only on ext4 and XFS (`Version::learnable`),
+/// and `/tmp` is often a tmpfs.
 fn project() -> Project {
-    let p =
-        Project::new().config("agents:\n  default:\n    tools:\n      code:\n        auto_write: true\n      shell:\n");
+    let p = Project::new_in(Path::new(env!("CARGO_TARGET_TMPDIR")))
+        .config("agents:\n  default:\n    tools:\n      code:\n        auto_write: true\n      shell:\n");
     p.write(".gitignore", "ignored/\n");
     p.write("src/a.rs", "fn a() { needle }\n");
     p.write("src/sub/b.rs", "fn b() { NEEDLE }\n");
@@ -71,12 +76,32 @@ fn symlink(target: &Path, at: &Path) {
     std::os::unix::fs::symlink(target, at).unwrap();
 }
 
+/// Waits until the files written so far may be learned: a file's content
+/// is learned only once its change time is five seconds old. Whether
+/// `p`'s files may be learned at all: a test of what the filters do
+/// cannot pass without them (`support::require`).
+fn settle(p: &Project) -> bool {
+    use nix::sys::statfs::{EXT4_SUPER_MAGIC, XFS_SUPER_MAGIC, statfs};
+    let kind = statfs(p.root()).unwrap().filesystem_type();
+    std::thread::sleep(std::time::Duration::from_millis(5500));
+    support::require(
+        &format!(
+            "a filesystem content filters learn on (ext4, XFS) at {}",
+            p.root().display()
+        ),
+        [EXT4_SUPER_MAGIC, XFS_SUPER_MAGIC].contains(&kind),
+    )
+}
+
 /// One change made to the tree between two rounds of queries.
 type Change<'a> = Box<dyn Fn() + 'a>;
 
 #[test]
 fn warm_answers_equal_a_fresh_walk_after_every_kind_of_change() {
     let p = project();
+    // Every file is learned by the second round: each change below meets
+    // the content filters too.
+    let learnable = settle(&p);
     let warm = LibraryHost::new(&p);
     assert_true(&p, &warm, "nothing");
     let first = warm.warm_tree();
@@ -205,7 +230,136 @@ fn warm_answers_equal_a_fresh_walk_after_every_kind_of_change() {
         make();
         assert_true(&p, &warm, change);
     }
-    assert!(warm.warm_tree().hits > again.hits);
+    let last = warm.warm_tree();
+    assert!(last.hits > again.hits);
+    assert!(!learnable || last.unread_files > again.unread_files, "{last:?}");
+}
+
+#[test]
+fn a_change_of_content_is_seen_whatever_its_way_in() {
+    // Each change puts the needle into a file the session's filters know
+    // to lack it. Its size stays, and where the change allows its
+    // modification time is set back: only the change time tells.
+    let p = project();
+    for name in ["in_place", "hard_link", "mapped", "dirty_mapped", "renamed_over"] {
+        p.write(&format!("known/{name}.rs"), "nothing to see\n");
+    }
+    p.write("known/replacement.txt", "needle to see!\n");
+    let outside_link = p.outside().join("hard_link.rs");
+    std::fs::hard_link(p.path("known/hard_link.rs"), &outside_link).unwrap();
+    // A process maps a file and dirties its page before the session learns
+    // it: a later write to that page makes no fault, and so sets no
+    // change time, unless the page was written back (made clean) first.
+    let dirty = Mapped::new(&p.path("known/dirty_mapped.rs"));
+    dirty.write(b"nothing");
+    if !settle(&p) {
+        return;
+    }
+    let warm = LibraryHost::new(&p);
+    assert_true(&p, &warm, "nothing");
+    answers(&warm);
+    let learned = warm.warm_tree();
+    assert!(learned.known_files >= 10, "the searched files are learned: {learned:?}");
+    answers(&warm);
+    let ruled_out = warm.warm_tree();
+    assert!(
+        ruled_out.unread_files > learned.unread_files,
+        "a third round reads no file its filters rule out: {ruled_out:?}"
+    );
+
+    let keeping_mtime = |path: &Path, write: &dyn Fn(&Path)| {
+        let meta = std::fs::metadata(path).unwrap();
+        write(path);
+        let file = std::fs::File::options().write(true).open(path).unwrap();
+        file.set_modified(meta.modified().unwrap()).unwrap();
+        assert_eq!(std::fs::metadata(path).unwrap().len(), meta.len());
+    };
+    let changes: Vec<(&str, Change)> = vec![
+        (
+            "rewriting a file, its size and modification time kept",
+            Box::new(|| {
+                keeping_mtime(&p.path("known/in_place.rs"), &|path| {
+                    std::fs::write(path, "needle to see!\n").unwrap()
+                })
+            }),
+        ),
+        (
+            "writing through a hard link outside the root",
+            Box::new(|| {
+                keeping_mtime(&outside_link, &|path| {
+                    use std::os::unix::fs::FileExt;
+                    let file = std::fs::File::options().write(true).open(path).unwrap();
+                    file.write_all_at(b"needle", 0).unwrap();
+                })
+            }),
+        ),
+        (
+            "writing through a shared memory mapping",
+            Box::new(|| {
+                let mapped = Mapped::new(&p.path("known/mapped.rs"));
+                mapped.write(b"needle");
+                mapped.sync();
+            }),
+        ),
+        (
+            "writing again through a mapping dirtied before the file was learned",
+            Box::new(|| dirty.write(b"needle")),
+        ),
+        (
+            "renaming another file over it",
+            Box::new(|| std::fs::rename(p.path("known/replacement.txt"), p.path("known/renamed_over.rs")).unwrap()),
+        ),
+    ];
+    for (change, make) in &changes {
+        answers(&warm);
+        make();
+        assert_true(&p, &warm, change);
+    }
+    let found = warm.call("grep", json!({"pattern": "needle", "path": "known"})).text;
+    for name in ["in_place", "hard_link", "mapped", "dirty_mapped", "renamed_over"] {
+        assert!(found.contains(&format!("known/{name}.rs:1:")), "{name}: {found}");
+    }
+}
+
+/// A whole file mapped shared, read and write, until dropped.
+struct Mapped {
+    at: std::ptr::NonNull<std::ffi::c_void>,
+    len: std::num::NonZeroUsize,
+}
+
+impl Mapped {
+    fn new(path: &Path) -> Mapped {
+        use nix::sys::mman::{MapFlags, ProtFlags, mmap};
+        let file = std::fs::File::options().read(true).write(true).open(path).unwrap();
+        let len = usize::try_from(file.metadata().unwrap().len()).unwrap();
+        let len = std::num::NonZeroUsize::new(len).unwrap();
+        let flags = ProtFlags::PROT_READ | ProtFlags::PROT_WRITE;
+        // SAFETY: a fresh shared mapping of a file this test owns; the
+        // mapping outlives the descriptor, as mappings do.
+        let at = unsafe { mmap(None, len, flags, MapFlags::MAP_SHARED, &file, 0).unwrap() };
+        Mapped { at, len }
+    }
+
+    /// Writes `bytes` at the start, through the mapping only.
+    fn write(&self, bytes: &[u8]) {
+        assert!(bytes.len() <= self.len.get());
+        // SAFETY: within the mapping, which lives until `drop`.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.at.as_ptr().cast::<u8>(), bytes.len()) };
+    }
+
+    /// Writes the mapped pages back to the file.
+    fn sync(&self) {
+        use nix::sys::mman::{MsFlags, msync};
+        // SAFETY: the mapping, whole.
+        unsafe { msync(self.at, self.len.get(), MsFlags::MS_SYNC).unwrap() };
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        // SAFETY: the mapping made in `new`, unmapped once.
+        let _ = unsafe { nix::sys::mman::munmap(self.at, self.len.get()) };
+    }
 }
 
 #[test]
@@ -239,6 +393,7 @@ fn the_hosts_own_writes_and_shell_commands_are_seen() {
 #[test]
 fn changes_made_while_calls_run_never_leave_a_stale_or_outside_answer() {
     let p = project();
+    settle(&p);
     let warm = LibraryHost::new(&p);
     let stop = AtomicBool::new(false);
     let outside = p.outside().join(OUTSIDE);

@@ -38,7 +38,15 @@ pub struct Project {
 
 impl Project {
     pub fn new() -> Project {
-        let dir = tempfile::tempdir().unwrap();
+        Project::in_dir(tempfile::tempdir().unwrap())
+    }
+
+    /// A project in a fresh directory under `base` (on its filesystem).
+    pub fn new_in(base: &Path) -> Project {
+        Project::in_dir(tempfile::tempdir_in(base).unwrap())
+    }
+
+    fn in_dir(dir: tempfile::TempDir) -> Project {
         let base = std::fs::canonicalize(dir.path()).unwrap();
         let root = base.join("root");
         let aux = base.join("aux");

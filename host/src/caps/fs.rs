@@ -291,7 +291,17 @@ fn open_listable(root: &FilesRoot, relative: &Path) -> Result<std::fs::File, Str
     options
         .read(true)
         .custom_flags(libc::O_DIRECTORY | libc::O_NONBLOCK | libc::O_NOCTTY);
-    cap_primitives::fs::open(&root.dir, relative, &options).map_err(|e| e.to_string())
+    match cap_primitives::fs::open(&root.dir, relative, &options) {
+        Ok(dir) => Ok(dir),
+        // Without openat2, cap-std opens the last component `O_NOFOLLOW` and
+        // follows a symlink to a directory (inside the root) only for its
+        // own `open_dir`: open it that way, then itself readable.
+        Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+            let dir = cap_primitives::fs::open_dir(&root.dir, relative).map_err(|e| e.to_string())?;
+            cap_primitives::fs::open(&dir, Path::new("."), &options).map_err(|e| e.to_string())
+        }
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// The entries of an opened directory, as `list-dir` answers them: sorted

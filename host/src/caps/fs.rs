@@ -304,19 +304,24 @@ fn open_listable(root: &FilesRoot, relative: &Path) -> Result<std::fs::File, Str
     }
 }
 
+/// Bytes of directory entries one `getdents64` fills: glibc's `opendir`
+/// buffer, and room for any name a filesystem returns (FUSE's go past 255
+/// bytes, where glibc's `readdir_r` drops them).
+const GETDENTS_BUFFER: usize = 32 * 1024;
+
 /// The entries of an opened directory, as `list-dir` answers them: sorted
 /// by name, which the warm tree looks names up by and a walk wants anyway.
-/// `dir` is open for reading ([`open_listable`]) and read through a
-/// duplicate of its descriptor (cap-std's `read_base_dir` opens `.` again:
-/// a path lookup and a second real close per directory, a tenth of a
-/// glob's time); nothing else reads `dir`, so the shared offset starts at
-/// its beginning.
+/// `dir` is open for reading ([`open_listable`]) and nothing else reads it,
+/// so its offset starts at the beginning. Read with `getdents64` itself:
+/// a read error is an error, not the end of the listing (glibc's
+/// `readdir_r` ends there, giving a short listing), and there is no `DIR`
+/// to set up (`fdopendir`'s `fcntl` and `fstat`) or rewind.
 fn list_opened(dir: &std::fs::File) -> Result<Vec<Entry>, String> {
-    let io_error = |e: nix::errno::Errno| plain(&std::io::Error::from(e));
-    let duplicate = dir.try_clone().map_err(|e| plain(&e))?;
-    let mut entries = nix::dir::Dir::from_fd(duplicate.into()).map_err(io_error)?;
+    let io_error = |e: rustix::io::Errno| plain(&std::io::Error::from(e));
+    let mut buffer = Vec::with_capacity(GETDENTS_BUFFER);
+    let mut entries = rustix::fs::RawDir::new(dir, buffer.spare_capacity_mut());
     let mut listed: Vec<Entry> = Vec::new();
-    for entry in entries.iter() {
+    while let Some(entry) = entries.next() {
         let entry = entry.map_err(io_error)?;
         let name = entry.file_name().to_bytes();
         if name == b"." || name == b".." {
@@ -326,18 +331,14 @@ fn list_opened(dir: &std::fs::File) -> Result<Vec<Entry>, String> {
             return Err(format!("more than {MAX_DIR_ENTRIES} entries"));
         }
         let kind = match entry.file_type() {
-            Some(t) => kind_of_entry(t),
             // No type in the entry (some filesystems): `stat` it, not followed.
-            None => {
-                use nix::sys::stat::{SFlag, fstatat};
-                let st = fstatat(dir, entry.file_name(), nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW);
-                match st.map(|st| SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT) {
-                    Ok(SFlag::S_IFLNK) => Kind::Symlink,
-                    Ok(SFlag::S_IFDIR) => Kind::Directory,
-                    Ok(SFlag::S_IFREG) => Kind::File,
-                    _ => Kind::Other,
-                }
+            rustix::fs::FileType::Unknown => {
+                let stat = rustix::fs::statat(dir, entry.file_name(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW);
+                stat.map_or(Kind::Other, |st| {
+                    kind_of_type(rustix::fs::FileType::from_raw_mode(st.st_mode))
+                })
             }
+            known => kind_of_type(known),
         };
         listed.push(Entry {
             name: String::from_utf8_lossy(name).into_owned(),
@@ -349,11 +350,11 @@ fn list_opened(dir: &std::fs::File) -> Result<Vec<Entry>, String> {
 }
 
 /// What a directory entry's type says it is.
-fn kind_of_entry(t: nix::dir::Type) -> Kind {
+fn kind_of_type(t: rustix::fs::FileType) -> Kind {
     match t {
-        nix::dir::Type::Symlink => Kind::Symlink,
-        nix::dir::Type::Directory => Kind::Directory,
-        nix::dir::Type::File => Kind::File,
+        rustix::fs::FileType::Symlink => Kind::Symlink,
+        rustix::fs::FileType::Directory => Kind::Directory,
+        rustix::fs::FileType::RegularFile => Kind::File,
         _ => Kind::Other,
     }
 }

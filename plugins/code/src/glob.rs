@@ -125,11 +125,12 @@ fn match_piece(ctx: &Ctx, piece: Piece) -> Vec<Match> {
         if entry.is_dir() {
             continue;
         }
-        let rel = ctx.jail.relative(&entry.path);
+        let rel = entry.relative(&ctx.jail);
         // By the text itself: a `Path` would be decoded again, byte by byte.
         if !matcher.is_match_candidate(&globset::Candidate::from_bytes(rel.as_bytes())) {
             continue;
         }
+        let rel = rel.into_owned();
         // A symlink counts when it leads to a file inside the root; one that
         // leads out (or nowhere) is skipped, so no outside path is ever listed.
         let modified_ns = if entry.is_symlink() {

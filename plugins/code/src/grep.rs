@@ -244,10 +244,10 @@ fn candidates(
         if !entry.is_file() {
             continue;
         }
-        let rel = ctx.jail.relative(&entry.path);
+        let rel = entry.relative(&ctx.jail);
         if let Some((glob, whole_path)) = include {
             let subject = if *whole_path {
-                rel.as_str()
+                &rel
             } else {
                 rel.rsplit('/').next().unwrap_or(&rel)
             };
@@ -255,6 +255,7 @@ fn candidates(
                 continue;
             }
         }
+        let rel = rel.into_owned();
         batch.paths.push(path_text(&entry.path).into_owned());
         batch.rels.push(rel);
         if batch.paths.len() == BATCH {

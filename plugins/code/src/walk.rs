@@ -9,7 +9,8 @@
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use iota_toolset::files::{self, Kind};
-use iota_toolset::jail::{Jail, path_text};
+use iota_toolset::jail::{Jail, is_plain_name, lossy, path_text};
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 
 /// One entry of the walk; serialized as `[path, kind]` to travel to a worker.
@@ -20,6 +21,10 @@ pub struct Entry {
     pub path: PathBuf,
     /// What it is; a symlink is not followed.
     pub kind: Kind,
+    /// Where the root-relative form starts in `path`'s bytes, when the walk
+    /// knows ([`Jail::relative_start`]); not sent to workers, which learn it
+    /// again in [`entries_of`].
+    relative_start: Option<usize>,
 }
 
 impl From<(PathBuf, char)> for Entry {
@@ -30,7 +35,11 @@ impl From<(PathBuf, char)> for Entry {
             'l' => Kind::Symlink,
             _ => Kind::Other,
         };
-        Entry { path, kind }
+        Entry {
+            path,
+            kind,
+            relative_start: None,
+        }
     }
 }
 
@@ -61,6 +70,16 @@ impl Entry {
     pub fn is_symlink(&self) -> bool {
         matches!(self.kind, Kind::Symlink)
     }
+
+    /// The root-relative form, as [`Jail::relative`] gives it; borrowed from
+    /// `path` where the walk knows where it starts, so matching every entry
+    /// of a walk compares no prefixes and allocates nothing.
+    pub fn relative(&self, jail: &Jail) -> Cow<'_, str> {
+        match self.relative_start {
+            Some(start) => lossy(&self.path.as_os_str().as_encoded_bytes()[start..]),
+            None => Cow::Owned(jail.relative(&self.path)),
+        }
+    }
 }
 
 /// The root `.gitignore` as a matcher (empty when there is none).
@@ -73,7 +92,10 @@ pub fn root_gitignore(jail: &Jail) -> Gitignore {
 
 /// Every entry a piece covers, in walk order: each entry, and below each
 /// directory its descendants.
-pub fn entries_of(jail: &Jail, piece: Vec<Entry>) -> impl Iterator<Item = Entry> {
+pub fn entries_of(jail: &Jail, mut piece: Vec<Entry>) -> impl Iterator<Item = Entry> {
+    for entry in &mut piece {
+        entry.relative_start = jail.relative_start(&entry.path);
+    }
     let mut walk = Walk::new(jail);
     walk.stack.push(piece.into_iter());
     walk
@@ -112,7 +134,7 @@ pub fn pieces(jail: &Jail, start: &Path, count: usize) -> Vec<Vec<Entry>> {
 /// The directories being walked, innermost last, each with what is left of it.
 struct Walk {
     gitignore: Gitignore,
-    root: PathBuf,
+    jail: Jail,
     stack: Vec<std::vec::IntoIter<Entry>>,
 }
 
@@ -120,7 +142,7 @@ impl Walk {
     fn new(jail: &Jail) -> Walk {
         Walk {
             gitignore: root_gitignore(jail),
-            root: jail.root().to_path_buf(),
+            jail: jail.clone(),
             stack: Vec::new(),
         }
     }
@@ -134,12 +156,16 @@ impl Walk {
         // By the names as listed: comparing the paths' file names parses
         // every path at every comparison. Names in a directory are unique.
         listed.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        // Where the root-relative form starts, the same for every plain
+        // name in `dir`: asked once, of a child.
+        let relative_start = self.jail.relative_start(&dir.join("x"));
         listed
             .into_iter()
             .filter(|e| e.name != ".git")
             .map(|e| Entry {
                 path: dir.join(&e.name),
                 kind: e.kind,
+                relative_start: relative_start.filter(|_| is_plain_name(e.name.as_bytes())),
             })
             .filter(|e| !self.ignored(e))
             .collect()
@@ -147,7 +173,7 @@ impl Walk {
 
     fn ignored(&self, entry: &Entry) -> bool {
         !self.gitignore.is_empty()
-            && entry.path.starts_with(&self.root)
+            && (entry.relative_start.is_some() || entry.path.starts_with(self.jail.root()))
             && self
                 .gitignore
                 .matched_path_or_any_parents(&entry.path, entry.is_dir())
@@ -187,5 +213,48 @@ pub fn start_dir(jail: &Jail, path: Option<&str>) -> Result<std::path::PathBuf, 
         Ok(meta) if meta.is_dir() => Ok(abs),
         Err(e) if Jail::is_escape(&e) => Err(jail.outside(written)),
         _ => Err(format!("not a directory: {written}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::ffi::OsStrExt;
+
+    #[test]
+    fn every_entry_knows_its_relative_form_as_the_jail_gives_it() {
+        let root = std::env::temp_dir().join(format!("iota-walk-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        // `pieces` opens two levels of directories; the third is walked.
+        let deep: &[u8] = b"d/e/walked";
+        std::fs::create_dir_all(root.join(std::ffi::OsStr::from_bytes(deep))).unwrap();
+        let names: [&[u8]; 5] = [b"a.rs", b"b\\c.rs", b"w.rs", b"x\xff.rs", b"..y"];
+        for name in names {
+            std::fs::write(root.join(std::ffi::OsStr::from_bytes(name)), "x").unwrap();
+            std::fs::write(
+                root.join(std::ffi::OsStr::from_bytes(&[deep, b"/", name].concat())),
+                "x",
+            )
+            .unwrap();
+        }
+        let jail = Jail::new(&root);
+        let mut walked = Vec::new();
+        for piece in pieces(&jail, &root, 3) {
+            for entry in entries_of(&jail, piece) {
+                assert_eq!(entry.relative(&jail), jail.relative(&entry.path));
+                walked.push((entry.relative(&jail).into_owned(), entry.relative_start.is_some()));
+            }
+        }
+        std::fs::remove_dir_all(&root).unwrap();
+        let known = |rel: &str| walked.iter().find(|(r, _)| r == rel).map(|(_, known)| *known);
+        for top in ["", "d/e/walked/"] {
+            assert_eq!(known(&format!("{top}a.rs")), Some(true));
+            assert_eq!(known(&format!("{top}x\u{fffd}.rs")), Some(true));
+            assert_eq!(known(&format!("{top}..y")), Some(true));
+            // A backslash is turned into `/` by the jail's components path.
+            assert_eq!(known(&format!("{top}b/c.rs")), Some(false));
+        }
+        // Every file, and the one directory walked, not opened.
+        assert_eq!(walked.len(), 11, "{walked:?}");
     }
 }

@@ -62,23 +62,31 @@ impl Jail {
     /// The root-relative form of an absolute path inside the root, with `/`
     /// separators; `.` for the root itself.
     pub fn relative(&self, path: &Path) -> String {
-        // A walk asks this for every entry: a plain byte prefix when the
+        // A walk asks this for every entry: a plain byte suffix when the
         // rest is already clean (what `Path::strip_prefix` would give, a
         // fifth of a glob's time in a component), components otherwise.
-        if let Some(rest) = path
-            .as_os_str()
-            .as_encoded_bytes()
-            .strip_prefix(self.root.as_os_str().as_encoded_bytes())
-            .and_then(|rest| rest.strip_prefix(b"/"))
-            && is_clean_relative(rest)
-        {
-            return lossy(rest).into_owned();
+        if let Some(start) = self.relative_start(path) {
+            return lossy(&path.as_os_str().as_encoded_bytes()[start..]).into_owned();
         }
         match path.strip_prefix(&self.root) {
             Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
             Ok(rel) => rel.to_string_lossy().replace('\\', "/"),
             Err(_) => path.to_string_lossy().into_owned(),
         }
+    }
+
+    /// Where [`Jail::relative`]'s answer starts in `path`'s bytes, when it is
+    /// that plain suffix: `path` is the root, `/`, then names joined by
+    /// single `/`s (none empty, `.`, `..` or holding `\`). A walk asks once
+    /// per directory, for a child of it, and then knows every plain child's.
+    pub fn relative_start(&self, path: &Path) -> Option<usize> {
+        let root = self.root.as_os_str().as_encoded_bytes();
+        let rest = path
+            .as_os_str()
+            .as_encoded_bytes()
+            .strip_prefix(root)?
+            .strip_prefix(b"/")?;
+        is_clean_relative(rest).then_some(root.len() + 1)
     }
 
     /// Whether an I/O error is the preopen refusing a path that escapes the
@@ -108,12 +116,15 @@ pub fn path_text(path: &Path) -> Cow<'_, str> {
 /// Whether `rest` is a relative path of plain names joined by single `/`s
 /// (no empty, `.` or `..` component, no `\\`): then it is its own
 /// root-relative form.
-fn is_clean_relative(rest: &[u8]) -> bool {
-    !rest.is_empty()
-        && !rest.contains(&b'\\')
-        && rest
-            .split(|&b| b == b'/')
-            .all(|name| !name.is_empty() && name != b"." && name != b"..")
+pub fn is_clean_relative(rest: &[u8]) -> bool {
+    !rest.is_empty() && rest.split(|&b| b == b'/').all(is_plain_name)
+}
+
+/// Whether `name` is one name a clean relative path may hold: not empty,
+/// `.` or `..`, and without `/` or `\` (which [`Jail::relative`] turns
+/// into `/`).
+pub fn is_plain_name(name: &[u8]) -> bool {
+    !name.is_empty() && name != b"." && name != b".." && !name.iter().any(|&b| b == b'/' || b == b'\\')
 }
 
 /// Cleans a path lexically: drops `.`, applies `..` (never above the top).
@@ -215,7 +226,24 @@ mod tests {
                 Err(_) => path.to_string(),
             };
             assert_eq!(j.relative(Path::new(path)), by_components, "{path}");
+            // Where the plain suffix is used, it is that answer.
+            if let Some(start) = j.relative_start(Path::new(path)) {
+                assert_eq!(&path[start..], by_components, "{path}");
+            }
         }
+        assert_eq!(j.relative_start(Path::new("/home/u/project/a/b")), Some(16));
+        for unplain in [
+            "/home/u/project",
+            "/home/u/project/",
+            "/home/u/project/a\\b",
+            "/home/u/project/a/./b",
+        ] {
+            assert_eq!(j.relative_start(Path::new(unplain)), None, "{unplain}");
+        }
+        // At the filesystem's root, the components answer.
+        let top = Jail::new("/");
+        assert_eq!(top.relative_start(Path::new("/a")), None);
+        assert_eq!(top.relative(Path::new("/a/b")), "a/b");
     }
 
     #[test]

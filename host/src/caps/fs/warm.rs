@@ -152,7 +152,7 @@ struct Watched {
     dirs: BTreeMap<OsString, Dir>,
     paths: HashMap<WatchDescriptor, PathBuf>,
     /// The directory each root path was when its listings were read.
-    roots: HashMap<PathBuf, Identity>,
+    roots: HashMap<OsString, Identity>,
     /// Kept entries plus watched directories, against [`MAX_ENTRIES`].
     entries: usize,
     /// Bytes of the watched directories' paths in `dirs` and `paths`,
@@ -513,10 +513,14 @@ impl Watched {
     /// directory (a parent of it renamed and another put in its place: no
     /// watch of ours sees that).
     fn same_root(&mut self, at: &Path, now: Identity) {
-        if self.roots.get(at).is_some_and(|&before| before != now) {
+        let before = self.roots.get(at.as_os_str()).copied();
+        if before == Some(now) {
+            return;
+        }
+        if before.is_some() {
             self.forget_below(at);
         }
-        self.roots.insert(at.to_path_buf(), now);
+        self.roots.insert(at.as_os_str().to_owned(), now);
     }
 
     /// Whether `dir`'s listing may be kept: it is a real path (see the

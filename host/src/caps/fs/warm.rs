@@ -299,21 +299,21 @@ impl WarmTree {
         root: &FilesRoot,
         dir: &Path,
         open: impl FnOnce() -> Result<std::fs::File, String>,
-        read: impl FnOnce(&std::fs::File) -> Result<Vec<Entry>, String>,
+        read: impl FnOnce(std::fs::File) -> Result<Vec<Entry>, String>,
     ) -> Result<Vec<Entry>, String> {
         let Some(parent) = real_parent(root, dir) else {
-            return read(&open()?);
+            return read(open()?);
         };
         let parent_stamp = match self.look_up(root, dir, parent.as_deref()) {
             Lookup::Kept(listing) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
                 return Ok(listing.as_ref().clone());
             }
-            Lookup::Read => return read(&open()?),
+            Lookup::Read => return read(open()?),
             Lookup::FirstSight => {
                 let opened = open()?;
                 self.saw(dir);
-                return read(&opened);
+                return read(opened);
             }
             Lookup::Watch { parent_stamp } => parent_stamp,
         };
@@ -324,7 +324,7 @@ impl WarmTree {
         // the keep below checks.
         let opened = open()?;
         let Some(facts) = Opened::examine(&opened) else {
-            return read(&opened);
+            return read(opened);
         };
         let step = {
             let state = self.drained();
@@ -355,7 +355,7 @@ impl WarmTree {
                 }
             }
         };
-        let listing = read(&opened)?;
+        let listing = read(opened)?;
         if let Some(stamp) = stamp {
             // Copied before the lock is taken.
             let kept = Arc::new(listing.clone());
@@ -988,7 +988,7 @@ mod tests {
     /// runs between the read and the keep.
     fn list(tree: &WarmTree, root: &FilesRoot, dir: &Path, during: impl FnOnce()) -> Vec<String> {
         let open = || std::fs::File::open(dir).map_err(|e| e.to_string());
-        let read = |opened: &std::fs::File| {
+        let read = |opened: std::fs::File| {
             let listing = super::super::list_opened(opened);
             during();
             listing

@@ -14,7 +14,7 @@ use cap_primitives::fs::{FollowSymlinks, OpenOptions, OpenOptionsExt};
 use iota_toolset::files::{
     MAX_STAT_NAME_BYTES, MAX_STAT_NAMES, NAME_SEPARATOR, NeedleSearch, is_statable_name, modified_ns, ns_since_epoch,
 };
-use iota_toolset::jail::is_clean_relative;
+use iota_toolset::jail::plain_rest;
 use iota_toolset::output::plain;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -461,10 +461,9 @@ fn beneath<'a>(roots: &'a [FilesRoot], path: &'a Path) -> Option<(&'a FilesRoot,
 /// a twentieth of a repeated glob's time.
 fn strip_root<'a>(path: &'a Path, at: &Path) -> Option<&'a Path> {
     use std::os::unix::ffi::OsStrExt;
-    let rest = path.as_os_str().as_bytes().strip_prefix(at.as_os_str().as_bytes());
-    match rest.map(|rest| rest.strip_prefix(b"/")) {
-        Some(Some(rest)) if is_clean_relative(rest) => Some(Path::new(std::ffi::OsStr::from_bytes(rest))),
-        _ => path.strip_prefix(at).ok(),
+    match plain_rest(path, at) {
+        Some(rest) => Some(Path::new(std::ffi::OsStr::from_bytes(rest))),
+        None => path.strip_prefix(at).ok(),
     }
 }
 

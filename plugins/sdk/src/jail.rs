@@ -65,8 +65,8 @@ impl Jail {
         // A walk asks this for every entry: a plain byte suffix when the
         // rest is already clean (what `Path::strip_prefix` would give, a
         // fifth of a glob's time in a component), components otherwise.
-        if let Some(start) = self.relative_start(path) {
-            return lossy(&path.as_os_str().as_encoded_bytes()[start..]).into_owned();
+        if let Some(rest) = plain_rest(path, &self.root) {
+            return lossy(rest).into_owned();
         }
         match path.strip_prefix(&self.root) {
             Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
@@ -80,13 +80,7 @@ impl Jail {
     /// single `/`s (none empty, `.`, `..` or holding `\`). A walk asks once
     /// per directory, for a child of it, and then knows every plain child's.
     pub fn relative_start(&self, path: &Path) -> Option<usize> {
-        let root = self.root.as_os_str().as_encoded_bytes();
-        let rest = path
-            .as_os_str()
-            .as_encoded_bytes()
-            .strip_prefix(root)?
-            .strip_prefix(b"/")?;
-        is_clean_relative(rest).then_some(root.len() + 1)
+        plain_rest(path, &self.root).map(|rest| path.as_os_str().len() - rest.len())
     }
 
     /// Whether an I/O error is the preopen refusing a path that escapes the
@@ -113,10 +107,22 @@ pub fn path_text(path: &Path) -> Cow<'_, str> {
     lossy(path.as_os_str().as_encoded_bytes())
 }
 
+/// The bytes of `path` after `root` and one `/`, when they are plain names
+/// joined by single `/`s ([`is_clean_relative`]): then they are what
+/// `path.strip_prefix(root)` gives, found without parsing components.
+pub fn plain_rest<'a>(path: &'a Path, root: &Path) -> Option<&'a [u8]> {
+    let rest = path
+        .as_os_str()
+        .as_encoded_bytes()
+        .strip_prefix(root.as_os_str().as_encoded_bytes())?
+        .strip_prefix(b"/")?;
+    is_clean_relative(rest).then_some(rest)
+}
+
 /// Whether `rest` is a relative path of plain names joined by single `/`s
-/// (no empty, `.` or `..` component, no `\\`): then it is its own
+/// (no empty, `.` or `..` component, no `\`): then it is its own
 /// root-relative form.
-pub fn is_clean_relative(rest: &[u8]) -> bool {
+fn is_clean_relative(rest: &[u8]) -> bool {
     !rest.is_empty() && rest.split(|&b| b == b'/').all(is_plain_name)
 }
 

@@ -333,9 +333,11 @@ fn list_opened(dir: std::fs::File) -> Result<Vec<Entry>, String> {
             return Err(format!("more than {MAX_DIR_ENTRIES} entries"));
         }
         let kind = match entry.file_type() {
-            // No type in the entry (some filesystems): `stat` it, not followed.
+            // No type in the entry (some filesystems): `stat` it, neither
+            // followed nor mounted (an automount point stays a directory).
             rustix::fs::FileType::Unknown => {
-                let stat = rustix::fs::statat(&dir, entry.file_name(), rustix::fs::AtFlags::SYMLINK_NOFOLLOW);
+                let flags = rustix::fs::AtFlags::SYMLINK_NOFOLLOW | rustix::fs::AtFlags::NO_AUTOMOUNT;
+                let stat = rustix::fs::statat(&dir, entry.file_name(), flags);
                 stat.map_or(Kind::Other, |st| {
                     kind_of_type(rustix::fs::FileType::from_raw_mode(st.st_mode))
                 })

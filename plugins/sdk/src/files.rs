@@ -150,8 +150,11 @@ pub const MAX_STAT_NAMES: usize = 16_384;
 pub const MAX_STAT_NAME_BYTES: usize = 1 << 20;
 /// What separates the names of a `stat-names` call: no name holds it.
 pub const NAME_SEPARATOR: char = '/';
-/// The longest name a directory entry has on Linux, in bytes.
-pub const NAME_MAX: usize = 255;
+/// The longest name `stat-names` looks up, in bytes: the most the kernel
+/// takes in a path (`PATH_MAX` less its NUL). Filesystems stop sooner (255
+/// on ext4, 1,024 on FUSE), and `list-dir` reports whatever they hold, so a
+/// listed name is never too long to be stat'ed here.
+pub const MAX_NAME_BYTES: usize = 4095;
 
 /// `stat` of each of `names` in the directory at `path` (absolute, inside
 /// the project root or a read-only directory), a symlink not followed: a
@@ -224,12 +227,12 @@ fn kind_of(t: std::fs::FileType) -> Kind {
 }
 
 /// Whether `stat-names` looks at `name`: exactly one plain path component
-/// (not empty, `.` or `..`, no `/`) of at most [`NAME_MAX`] bytes, so a
+/// (not empty, `.` or `..`, no `/`) of at most [`MAX_NAME_BYTES`] bytes, so a
 /// lookup never leaves the directory it is made in.
 pub fn is_statable_name(name: &str) -> bool {
     let mut components = std::path::Path::new(name).components();
     // `a/` and `./a` parse to one component too: the name must be it.
-    name.len() <= NAME_MAX
+    name.len() <= MAX_NAME_BYTES
         && matches!(
             (components.next(), components.next()),
             (Some(std::path::Component::Normal(one)), None) if one == name
@@ -344,7 +347,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("iota-sdk-stat-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("d")).unwrap();
         std::fs::write(dir.join("f"), "four").unwrap();
-        let long = "n".repeat(NAME_MAX);
+        let long = "n".repeat(MAX_NAME_BYTES);
         let names: Vec<String> = (0..MAX_STAT_NAMES * 2 + 7)
             .map(|i| match i % 6 {
                 0 => "f".to_string(),
@@ -368,8 +371,8 @@ mod tests {
                 _ => assert!(stat.is_none(), "{i}"),
             }
         }
-        // A call's bytes bound it too: names of NAME_MAX bytes, fewer per call.
-        const { assert!(MAX_STAT_NAMES * (NAME_MAX + 1) > MAX_STAT_NAME_BYTES) };
+        // A call's bytes bound it too: long names, fewer per call.
+        const { assert!(MAX_STAT_NAMES * (MAX_NAME_BYTES + 1) > MAX_STAT_NAME_BYTES) };
     }
 
     /// The native fallback answers as the host does: only files with a

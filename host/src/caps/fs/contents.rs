@@ -107,7 +107,8 @@ impl Version {
     /// last component not followed; `None` for anything else or an error.
     pub fn at(dir: &std::fs::File, relative: &Path) -> Option<Version> {
         use nix::sys::stat::{FileStat, SFlag, fstatat};
-        let st: FileStat = fstatat(dir, relative, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW).ok()?;
+        let flags = nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW | nix::fcntl::AtFlags::AT_NO_AUTOMOUNT;
+        let st: FileStat = fstatat(dir, relative, flags).ok()?;
         if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG {
             return None;
         }

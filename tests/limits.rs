@@ -351,7 +351,7 @@ fn inspect_reports_what_a_component_imports() {
         ["read", "session", "parallel"],
         "code reads files, keeps the ledger and searches on every core; no ui, no process"
     );
-    assert_eq!(report["package"], "iota:toolset@0.1.1");
+    assert_eq!(report["package"], "iota:toolset@0.1.2");
     assert_eq!(report["tools"].as_array().unwrap().len(), 6);
     assert_eq!(report["sha256"].as_str().unwrap().len(), 64);
     // The other built-ins ask for exactly what their specs need.
@@ -384,8 +384,8 @@ fn inspect_reports_what_a_component_imports() {
         .iter()
         .filter_map(|i| i.as_str())
         .collect();
-    assert!(imports.contains(&"iota:toolset/files@0.1.1"), "{imports:?}");
-    assert!(imports.contains(&"iota:toolset/workers@0.1.1"), "{imports:?}");
+    assert!(imports.contains(&"iota:toolset/files@0.1.2"), "{imports:?}");
+    assert!(imports.contains(&"iota:toolset/workers@0.1.2"), "{imports:?}");
 }
 
 #[test]
@@ -414,14 +414,15 @@ fn the_rust_example_toolset_loads_answers_and_asks_only_to_read() {
 }
 
 /// A toolset built against `iota:toolset@0.1.0`, before `files.stat-names`
-/// came in 0.1.1, still loads and answers: the host's interfaces are a
+/// (0.1.1) and `files.list-dir-packed` (0.1.2), still loads and answers:
+/// the host's interfaces are a
 /// semver-compatible superset, and wasmtime resolves 0.1.0 names to them.
 /// The older build is today's example with every contract name set back
 /// to 0.1.0 (the same length, so the binary stays valid).
 #[test]
 fn a_toolset_built_against_the_previous_contract_version_still_loads() {
     let built = std::fs::read(format!("{COMPONENTS}/todo.wasm")).unwrap();
-    let names = regex::bytes::Regex::new(r"(iota:toolset(/[a-z-]+)?)@0\.1\.1").unwrap();
+    let names = regex::bytes::Regex::new(r"(iota:toolset(/[a-z-]+)?)@0\.1\.2").unwrap();
     let older = names.replace_all(&built, &b"${1}@0.1.0"[..]).into_owned();
     assert!(
         names.find(&older).is_none() && older != built,

@@ -175,7 +175,7 @@ impl WasmToolset {
         let pre = linker.instantiate_pre(&component).map_err(|e| fatal(e.into()))?;
         let pre = ToolsetHostPre::new(pre).map_err(|e| {
             LoadError::Fatal(format!(
-                "toolset {name:?} does not export iota:toolset/toolset@0.1.1: {e:#}"
+                "toolset {name:?} does not export iota:toolset/toolset@0.1.2: {e:#}"
             ))
         })?;
         Ok((pre, imports))

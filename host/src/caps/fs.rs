@@ -8,7 +8,9 @@
 //! which is stricter than the spec's lexical jail and is kept deliberately.
 
 use super::CallState;
-use super::bindings::iota::toolset::files::{Content, Entry, EntryStat, FileHead, HeadError, Host, Kind};
+use super::bindings::iota::toolset::files::{
+    Content, Entry, EntryStat, FileHead, HeadError, Host, Kind, PackedListing,
+};
 use anyhow::{Context as _, Result};
 use cap_primitives::fs::{FollowSymlinks, OpenOptions, OpenOptionsExt};
 use iota_toolset::files::{
@@ -227,11 +229,11 @@ impl Host for CallState {
     }
 
     fn list_dir(&mut self, path: String) -> Result<Vec<Entry>, String> {
-        let dir = Path::new(&path);
-        let (root, relative) = dir_beneath(&self.files.roots, dir)?;
-        self.session
-            .warm_tree()
-            .list(root, dir, || open_listable(root, relative), list_opened)
+        self.listing(&path).map(std::sync::Arc::unwrap_or_clone)
+    }
+
+    fn list_dir_packed(&mut self, path: String) -> Result<PackedListing, String> {
+        Ok(packed(&self.listing(&path)?))
     }
 
     fn stat_names(&mut self, path: String, names: String) -> Result<Vec<Option<EntryStat>>, String> {
@@ -239,6 +241,35 @@ impl Host for CallState {
         let (root, relative) = dir_beneath(&self.files.roots, Path::new(&path))?;
         let dir = cap_primitives::fs::open_dir(&root.dir, relative).map_err(|e| e.to_string())?;
         Ok(names.into_iter().map(|name| stat_name(&dir, name)).collect())
+    }
+}
+
+impl CallState {
+    /// The entries of the directory at `path`, sorted by name: through the
+    /// session's warm tree, shared with it when kept there.
+    fn listing(&self, path: &str) -> Result<std::sync::Arc<Vec<Entry>>, String> {
+        let dir = Path::new(path);
+        let (root, relative) = dir_beneath(&self.files.roots, dir)?;
+        self.session
+            .warm_tree()
+            .list(root, dir, || open_listable(root, relative), list_opened)
+    }
+}
+
+/// `listing` as `list-dir-packed` answers it: the names joined by `/`,
+/// which no name holds, and the kinds in the same order.
+fn packed(listing: &[Entry]) -> PackedListing {
+    let bytes = listing.iter().map(|e| e.name.len() + 1).sum::<usize>();
+    let mut names = String::with_capacity(bytes);
+    for (i, entry) in listing.iter().enumerate() {
+        if i > 0 {
+            names.push(NAME_SEPARATOR);
+        }
+        names.push_str(&entry.name);
+    }
+    PackedListing {
+        names,
+        kinds: listing.iter().map(|e| e.kind).collect(),
     }
 }
 

@@ -147,28 +147,35 @@ impl Walk {
         }
     }
 
-    /// The entries of `dir` the walk shows, sorted by name; an unreadable
-    /// directory has none.
+    /// The entries of `dir` the walk shows, sorted by name (as the host
+    /// lists them); an unreadable directory has none.
     fn children(&self, dir: &Path) -> Vec<Entry> {
-        let Ok(mut listed) = files::list_dir(&path_text(dir)) else {
+        let Ok(listed) = files::list_dir(&path_text(dir)) else {
             return Vec::new();
         };
-        // By the names as listed: comparing the paths' file names parses
-        // every path at every comparison. Names in a directory are unique.
-        listed.sort_unstable_by(|a, b| a.name.cmp(&b.name));
         // Where the root-relative form starts, the same for every plain
         // name in `dir`: asked once, of a child.
         let relative_start = self.jail.relative_start(&dir.join("x"));
-        listed
-            .into_iter()
-            .filter(|e| e.name != ".git")
-            .map(|e| Entry {
-                path: dir.join(&e.name),
-                kind: e.kind,
-                relative_start: relative_start.filter(|_| is_plain_name(e.name.as_bytes())),
-            })
-            .filter(|e| !self.ignored(e))
-            .collect()
+        let dir_bytes = dir.as_os_str().len();
+        let mut children = Vec::with_capacity(listed.len());
+        for (name, kind) in listed.iter() {
+            if name == ".git" {
+                continue;
+            }
+            // Sized once: `join` would grow it.
+            let mut path = PathBuf::with_capacity(dir_bytes + 1 + name.len());
+            path.push(dir);
+            path.push(name);
+            let entry = Entry {
+                path,
+                kind,
+                relative_start: relative_start.filter(|_| is_plain_name(name.as_bytes())),
+            };
+            if !self.ignored(&entry) {
+                children.push(entry);
+            }
+        }
+        children
     }
 
     fn ignored(&self, entry: &Entry) -> bool {

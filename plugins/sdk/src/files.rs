@@ -4,7 +4,7 @@
 //! A component that reads many files (grep over a tree) pays a dozen WASI
 //! calls per file through the preopen; one `read-files` call reads a batch.
 
-pub use crate::bindings::iota::toolset::files::{Content, Entry, EntryStat, FileHead, HeadError, Kind};
+pub use crate::bindings::iota::toolset::files::{Content, Entry, EntryStat, FileHead, HeadError, Kind, PackedListing};
 
 /// Reads every path (absolute, inside the project root or a read-only
 /// directory), each whole when at most `max_size` bytes; one answer per path,
@@ -126,21 +126,52 @@ pub fn ns_since_epoch(time: std::io::Result<std::time::SystemTime>) -> u64 {
 }
 
 /// The entries of the directory at `path` (absolute, inside the project root
-/// or a read-only directory), in no particular order; a symlink is reported
-/// as one, never followed.
-pub fn list_dir(path: &str) -> Result<Vec<Entry>, String> {
+/// or a read-only directory), sorted by name; a symlink is reported as one,
+/// never followed. Asked of the host packed (`list-dir-packed`): a walk
+/// lists every directory it enters, and a list of records would cost the
+/// component an allocation per name.
+pub fn list_dir(path: &str) -> Result<Listing, String> {
     #[cfg(target_arch = "wasm32")]
-    return crate::bindings::iota::toolset::files::list_dir(path);
+    let packed = crate::bindings::iota::toolset::files::list_dir_packed(path)?;
     #[cfg(not(target_arch = "wasm32"))]
-    {
-        let entries = std::fs::read_dir(path).map_err(|e| e.to_string())?;
-        Ok(entries
+    let packed = {
+        let mut entries: Vec<(String, Kind)> = std::fs::read_dir(path)
+            .map_err(|e| e.to_string())?
             .filter_map(Result::ok)
-            .map(|entry| Entry {
-                name: entry.file_name().to_string_lossy().into_owned(),
-                kind: entry.file_type().map_or(Kind::Other, kind_of),
+            .map(|entry| {
+                let kind = entry.file_type().map_or(Kind::Other, kind_of);
+                (entry.file_name().to_string_lossy().into_owned(), kind)
             })
-            .collect())
+            .collect();
+        entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let names: Vec<&str> = entries.iter().map(|(name, _)| name.as_str()).collect();
+        PackedListing {
+            names: names.join(&NAME_SEPARATOR.to_string()),
+            kinds: entries.iter().map(|(_, kind)| *kind).collect(),
+        }
+    };
+    Ok(Listing(packed))
+}
+
+/// One directory's entries as [`list_dir`] gives them, sorted by name.
+pub struct Listing(PackedListing);
+
+impl Listing {
+    /// Each entry's name and kind, in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, Kind)> + '_ {
+        // Empty names mean no entries, not one entry named "".
+        let names = (!self.0.kinds.is_empty()).then(|| self.0.names.split(NAME_SEPARATOR));
+        names.into_iter().flatten().zip(self.0.kinds.iter().copied())
+    }
+
+    /// How many entries the directory has.
+    pub fn len(&self) -> usize {
+        self.0.kinds.len()
+    }
+
+    /// Whether the directory has no entries.
+    pub fn is_empty(&self) -> bool {
+        self.0.kinds.is_empty()
     }
 }
 

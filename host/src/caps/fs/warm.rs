@@ -293,27 +293,28 @@ struct Dir {
 impl WarmTree {
     /// The listing of `dir` (absolute, inside `root`): from the tree when it
     /// is kept there, else `open`ed beneath the root, `read`, and kept when
-    /// it may be.
+    /// it may be. Shared, not copied: each form of `list-dir` copies it
+    /// into its own answer.
     pub fn list(
         &self,
         root: &FilesRoot,
         dir: &Path,
         open: impl FnOnce() -> Result<std::fs::File, String>,
         read: impl FnOnce(std::fs::File) -> Result<Vec<Entry>, String>,
-    ) -> Result<Vec<Entry>, String> {
+    ) -> Result<Arc<Vec<Entry>>, String> {
         let Some(parent) = real_parent(root, dir) else {
-            return read(open()?);
+            return read(open()?).map(Arc::new);
         };
         let parent_stamp = match self.look_up(root, dir, parent.as_deref()) {
             Lookup::Kept(listing) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
-                return Ok(listing.as_ref().clone());
+                return Ok(listing);
             }
-            Lookup::Read => return read(open()?),
+            Lookup::Read => return read(open()?).map(Arc::new),
             Lookup::FirstSight => {
                 let opened = open()?;
                 self.saw(dir);
-                return read(opened);
+                return read(opened).map(Arc::new);
             }
             Lookup::Watch { parent_stamp } => parent_stamp,
         };
@@ -324,7 +325,7 @@ impl WarmTree {
         // the keep below checks.
         let opened = open()?;
         let Some(facts) = Opened::examine(&opened) else {
-            return read(opened);
+            return read(opened).map(Arc::new);
         };
         let step = {
             let state = self.drained();
@@ -355,15 +356,13 @@ impl WarmTree {
                 }
             }
         };
-        let listing = read(opened)?;
+        let listing = Arc::new(read(opened)?);
         if let Some(stamp) = stamp {
-            // Copied before the lock is taken.
-            let kept = Arc::new(listing.clone());
             let mut state = self.drained();
             if let Some(watched) = state.watched.as_mut()
                 && watched.stamp_of(parent.as_deref()) == parent_stamp
             {
-                watched.keep(dir, parent.as_deref(), stamp, kept);
+                watched.keep(dir, parent.as_deref(), stamp, Arc::clone(&listing));
             }
         }
         Ok(listing)
@@ -996,8 +995,8 @@ mod tests {
         let mut names: Vec<String> = tree
             .list(root, dir, open, read)
             .unwrap()
-            .into_iter()
-            .map(|e| e.name)
+            .iter()
+            .map(|e| e.name.clone())
             .collect();
         names.sort();
         names

@@ -32,8 +32,10 @@
 //! before the system call that caused it returns, so nothing that changed
 //! before a lookup can be answered stale. A mount or unmount (which changes
 //! listings without an inotify event; only possible outside the sandbox,
-//! whose seccomp filter refuses mounts) is seen by polling
-//! `/proc/self/mountinfo` and drops everything, as does an overflowed queue.
+//! whose seccomp filter refuses mounts) is seen on `/proc/self/mountinfo`,
+//! which shares one epoll set with the inotify queue (both are marked ready
+//! before the system call that changed them returns), and drops
+//! everything, as does an overflowed queue.
 //! A watch that cannot be added only means that directory is listed again
 //! each time; the tree takes at most a quarter of the user's inotify watches
 //! ([`watch_budget`]), leaving the rest to editors and file watchers.
@@ -52,13 +54,14 @@
 
 use super::contents::KnownContents;
 use super::{Entry, FilesRoot, Kind};
-use nix::poll::{PollFd, PollFlags, PollTimeout};
+use iota_toolset::jail::plain_rest;
+use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use nix::sys::statfs::{self, FsType};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::ffi::{OsStr, OsString};
 use std::ops::Bound;
-use std::os::fd::{AsFd, AsRawFd};
+use std::os::fd::AsRawFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
@@ -173,8 +176,16 @@ struct Watched {
 /// What reports changes: the inotify instance, and the mount table.
 struct Queues {
     inotify: Inotify,
-    /// `/proc/self/mountinfo`, polled for mounts and unmounts.
-    mounts: std::fs::File,
+    /// `/proc/self/mountinfo`, for mounts and unmounts: only held open here
+    /// (epoll forgets a file when its last descriptor closes) and asked
+    /// through `ready`.
+    _mounts: std::fs::File,
+    /// Both of them in one epoll set. A `poll` of the two asked each file
+    /// afresh at every lookup (a warm walk makes one per directory: a
+    /// twelfth of its time); the set is told of a change when it is queued,
+    /// during the system call that makes it, so waiting on it with no
+    /// timeout reads a ready list, and an empty one costs next to nothing.
+    ready: Epoll,
     /// A mount change one `poll` saw and no lock holder has applied yet.
     /// The mount table reports a change to the first `poll` only (inotify
     /// events stay queued until read, under the lock), so a worker that
@@ -191,14 +202,23 @@ struct Pending {
     events: bool,
 }
 
+/// The tag of the mount table's events in [`Queues::ready`] (inotify's is 1).
+const MOUNTS: u64 = 0;
+
 impl Queues {
-    fn new(inotify: Inotify, mounts: std::fs::File) -> Queues {
-        Queues {
+    /// The queues, or `None` when epoll refuses them. A mount change between
+    /// opening the table and adding it is not told; nothing is kept yet.
+    fn new(inotify: Inotify, mounts: std::fs::File) -> Option<Queues> {
+        let ready = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).ok()?;
+        ready.add(&mounts, EpollEvent::new(EpollFlags::EPOLLPRI, MOUNTS)).ok()?;
+        ready.add(&inotify, EpollEvent::new(EpollFlags::EPOLLIN, 1)).ok()?;
+        Some(Queues {
             inotify,
-            mounts,
+            _mounts: mounts,
+            ready,
             mounts_changed: AtomicBool::new(false),
             polling: AtomicUsize::new(0),
-        }
+        })
     }
 
     /// What is pending now, in one system call: a lookup that finds nothing
@@ -230,22 +250,22 @@ impl Queues {
         }
     }
 
-    /// One `poll`: whether the mount table changed, and what else is
-    /// pending.
+    /// One look at the ready list: whether the mount table changed, and
+    /// what else is pending. The table is ready only with a change (it was
+    /// added for `EPOLLPRI`, and `EPOLLERR` comes with it); anything the set
+    /// reports of it counts as one.
     fn poll_once(&self) -> (bool, Pending) {
-        let mut fds = [
-            PollFd::new(self.mounts.as_fd(), PollFlags::POLLPRI),
-            PollFd::new(self.inotify.as_fd(), PollFlags::POLLIN),
-        ];
-        let changed = PollFlags::POLLPRI | PollFlags::POLLERR;
-        match nix::poll::poll(&mut fds, PollTimeout::ZERO) {
-            Ok(0) => (false, Pending { events: false }),
-            Ok(_) => (
-                fds[0].revents().is_none_or(|r| r.intersects(changed)),
-                Pending {
-                    events: fds[1].revents().is_none_or(|r| !r.is_empty()),
-                },
-            ),
+        let mut ready = [EpollEvent::empty(); 2];
+        match self.ready.wait(&mut ready, EpollTimeout::ZERO) {
+            Ok(count) => {
+                let ready = &ready[..count.min(ready.len())];
+                (
+                    ready.iter().any(|e| e.data() == MOUNTS),
+                    Pending {
+                        events: ready.iter().any(|e| e.data() != MOUNTS),
+                    },
+                )
+            }
             // No answer: trust nothing, and read whatever is queued.
             Err(_) => (true, Pending { events: true }),
         }
@@ -494,7 +514,7 @@ impl Watched {
             let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
             let mounts = std::fs::File::open("/proc/self/mountinfo").ok()?;
             *slot = Some(Watched {
-                queues: Arc::new(Queues::new(inotify, mounts)),
+                queues: Arc::new(Queues::new(inotify, mounts)?),
                 dirs: BTreeMap::new(),
                 paths: HashMap::new(),
                 roots: HashMap::new(),
@@ -801,6 +821,18 @@ fn watch_budget() -> usize {
 /// `None` for anything else (`.`, `..`, a trailing slash's oddities), which
 /// is always listed afresh.
 fn real_parent(root: &FilesRoot, dir: &Path) -> Option<Option<PathBuf>> {
+    // What a walk asks with: the root's bytes, `/`, plain names (found
+    // without parsing components, a twentieth of a warm glob). A root
+    // ending in `/` (the filesystem's root) takes the long way, which
+    // refuses `//a`.
+    if !root.at.as_os_str().as_encoded_bytes().ends_with(b"/") && plain_rest(dir, &root.at).is_some() {
+        return Some(dir.parent().map(Path::to_path_buf));
+    }
+    real_parent_by_components(root, dir)
+}
+
+/// [`real_parent`] the long way, for any spelling of a path.
+fn real_parent_by_components(root: &FilesRoot, dir: &Path) -> Option<Option<PathBuf>> {
     let relative = dir.strip_prefix(&root.at).ok()?;
     if relative.as_os_str().is_empty() {
         // As bytes: `//root` and `/./root` are the root to `Path`'s `==`,
@@ -940,10 +972,7 @@ mod tests {
     #[test]
     fn a_mount_change_another_worker_polled_reaches_the_lock_holder() {
         let inotify = Inotify::init(InitFlags::IN_NONBLOCK).unwrap();
-        let queues = Arc::new(Queues::new(
-            inotify,
-            std::fs::File::open("/proc/self/mountinfo").unwrap(),
-        ));
+        let queues = Arc::new(Queues::new(inotify, std::fs::File::open("/proc/self/mountinfo").unwrap()).unwrap());
         assert!(!queues.take_mount_change());
         // Another worker inside its poll, which took the change.
         queues.polling.fetch_add(1, Ordering::SeqCst);
@@ -976,6 +1005,22 @@ mod tests {
             format!("{at}//a"),
         ] {
             assert_eq!(real_parent(&root, Path::new(&other)), None, "{other}");
+        }
+        // The byte fast path answers as the components do, for every
+        // spelling, and under the filesystem's root too.
+        for (root, at) in [(root, at.as_str()), (root_at(Path::new("/")), "")] {
+            for rest in [
+                "/a", "/a/b", "/a/", "/a/.", "/a/./b", "/a/../b", "//a", "/a//b", "/..", "/a\\b", "/...", "/.a",
+                "/a/..",
+            ] {
+                let dir = format!("{at}{rest}");
+                let dir = Path::new(&dir);
+                assert_eq!(
+                    real_parent(&root, dir),
+                    real_parent_by_components(&root, dir),
+                    "{dir:?}"
+                );
+            }
         }
     }
 

@@ -256,19 +256,17 @@ impl CallState {
     }
 }
 
-/// `listing` as `list-dir-packed` answers it: the names joined by `/`,
-/// which no name holds, and the kinds in the same order.
+/// `listing` as `list-dir-packed` answers it: the names one after the
+/// other, their lengths, and the kinds in the same order.
 fn packed(listing: &[Entry]) -> PackedListing {
-    let bytes = listing.iter().map(|e| e.name.len() + 1).sum::<usize>();
-    let mut names = String::with_capacity(bytes);
-    for (i, entry) in listing.iter().enumerate() {
-        if i > 0 {
-            names.push(NAME_SEPARATOR);
-        }
+    let mut names = String::with_capacity(listing.iter().map(|e| e.name.len()).sum());
+    for entry in listing {
         names.push_str(&entry.name);
     }
     PackedListing {
         names,
+        // A name is at most a few KiB (`d_reclen` is 16 bits).
+        lengths: listing.iter().map(|e| e.name.len() as u32).collect(),
         kinds: listing.iter().map(|e| e.kind).collect(),
     }
 }

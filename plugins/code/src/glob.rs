@@ -134,12 +134,13 @@ fn match_piece(ctx: &Ctx, piece: Piece) -> Vec<Match> {
         // A symlink counts when it leads to a file inside the root; one that
         // leads out (or nowhere) is skipped, so no outside path is ever listed.
         let modified_ns = if entry.is_symlink() {
-            match std::fs::metadata(&entry.path) {
-                Ok(meta) if meta.is_file() => std::fs::symlink_metadata(&entry.path).map_or(0, |m| modified_ns(&m)),
+            match std::fs::metadata(entry.path()) {
+                Ok(meta) if meta.is_file() => std::fs::symlink_metadata(entry.path()).map_or(0, |m| modified_ns(&m)),
                 _ => continue,
             }
         } else if entry.is_file() {
-            if let (Some(dir), Some(name)) = (entry.path.parent(), entry.path.file_name().and_then(|n| n.to_str())) {
+            let path = entry.path();
+            if let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) {
                 files_in
                     .entry(dir.to_path_buf())
                     .or_default()

@@ -19,7 +19,6 @@ use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkContext, SinkMatch};
 use iota_toolset::ToolResult;
 use iota_toolset::files::{self, Content};
-use iota_toolset::jail::path_text;
 use iota_toolset::output::{OUTPUT_CAP, clip};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -256,7 +255,7 @@ fn candidates(
             }
         }
         let rel = rel.into_owned();
-        batch.paths.push(path_text(&entry.path).into_owned());
+        batch.paths.push(entry.into_path_text());
         batch.rels.push(rel);
         if batch.paths.len() == BATCH {
             break;

@@ -9,16 +9,17 @@
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use iota_toolset::files::{self, Kind};
-use iota_toolset::jail::{Jail, is_plain_name, lossy, path_text};
+use iota_toolset::jail::{Jail, is_plain_name, path_text};
 use std::borrow::Cow;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// One entry of the walk; serialized as `[path, kind]` to travel to a worker.
 #[derive(Clone, serde::Serialize, serde::Deserialize)]
-#[serde(from = "(PathBuf, char)", into = "(PathBuf, char)")]
+#[serde(from = "(String, char)", into = "(String, char)")]
 pub struct Entry {
-    /// Absolute path, inside the root.
-    pub path: PathBuf,
+    /// Absolute path, inside the root, as the text the host is asked with
+    /// (names come from the host as text, so nothing is decoded again).
+    path: String,
     /// What it is; a symlink is not followed.
     pub kind: Kind,
     /// Where the root-relative form starts in `path`'s bytes, when the walk
@@ -27,8 +28,8 @@ pub struct Entry {
     relative_start: Option<usize>,
 }
 
-impl From<(PathBuf, char)> for Entry {
-    fn from((path, kind): (PathBuf, char)) -> Entry {
+impl From<(String, char)> for Entry {
+    fn from((path, kind): (String, char)) -> Entry {
         let kind = match kind {
             'f' => Kind::File,
             'd' => Kind::Directory,
@@ -43,8 +44,8 @@ impl From<(PathBuf, char)> for Entry {
     }
 }
 
-impl From<Entry> for (PathBuf, char) {
-    fn from(entry: Entry) -> (PathBuf, char) {
+impl From<Entry> for (String, char) {
+    fn from(entry: Entry) -> (String, char) {
         let kind = match entry.kind {
             Kind::File => 'f',
             Kind::Directory => 'd',
@@ -56,6 +57,16 @@ impl From<Entry> for (PathBuf, char) {
 }
 
 impl Entry {
+    /// The absolute path.
+    pub fn path(&self) -> &Path {
+        Path::new(&self.path)
+    }
+
+    /// The absolute path as text, which the host's `files` calls take.
+    pub fn into_path_text(self) -> String {
+        self.path
+    }
+
     /// A regular file (not a symlink to one).
     pub fn is_file(&self) -> bool {
         matches!(self.kind, Kind::File)
@@ -73,11 +84,11 @@ impl Entry {
 
     /// The root-relative form, as [`Jail::relative`] gives it; borrowed from
     /// `path` where the walk knows where it starts, so matching every entry
-    /// of a walk compares no prefixes and allocates nothing.
+    /// of a walk compares no prefixes, decodes nothing and allocates nothing.
     pub fn relative(&self, jail: &Jail) -> Cow<'_, str> {
-        match self.relative_start {
-            Some(start) => lossy(&self.path.as_os_str().as_encoded_bytes()[start..]),
-            None => Cow::Owned(jail.relative(&self.path)),
+        match self.relative_start.and_then(|start| self.path.get(start..)) {
+            Some(relative) => Cow::Borrowed(relative),
+            None => Cow::Owned(jail.relative(self.path())),
         }
     }
 }
@@ -94,7 +105,7 @@ pub fn root_gitignore(jail: &Jail) -> Gitignore {
 /// directory its descendants.
 pub fn entries_of(jail: &Jail, mut piece: Vec<Entry>) -> impl Iterator<Item = Entry> {
     for entry in &mut piece {
-        entry.relative_start = jail.relative_start(&entry.path);
+        entry.relative_start = jail.relative_start(entry.path());
     }
     let mut walk = Walk::new(jail);
     walk.stack.push(piece.into_iter());
@@ -119,7 +130,7 @@ pub fn pieces(jail: &Jail, start: &Path, count: usize) -> Vec<Vec<Entry>> {
         }
         items = items
             .into_iter()
-            .flat_map(|e| if e.is_dir() { walk.children(&e.path) } else { vec![e] })
+            .flat_map(|e| if e.is_dir() { walk.children(e.path()) } else { vec![e] })
             .collect();
     }
     let per_piece = items.len().div_ceil(count.max(1)).max(1);
@@ -150,22 +161,29 @@ impl Walk {
     /// The entries of `dir` the walk shows, sorted by name (as the host
     /// lists them); an unreadable directory has none.
     fn children(&self, dir: &Path) -> Vec<Entry> {
-        let Ok(listed) = files::list_dir(&path_text(dir)) else {
+        let dir_text = path_text(dir);
+        let Ok(listed) = files::list_dir(&dir_text) else {
             return Vec::new();
         };
         // Where the root-relative form starts, the same for every plain
-        // name in `dir`: asked once, of a child.
-        let relative_start = self.jail.relative_start(&dir.join("x"));
-        let dir_bytes = dir.as_os_str().len();
+        // name in `dir`: asked once, of a child (by bytes of the path, so
+        // only where its text is those bytes).
+        let relative_start = match dir_text {
+            Cow::Borrowed(_) => self.jail.relative_start(&dir.join("x")),
+            Cow::Owned(_) => None,
+        };
+        // `Path::push` adds no `/` after a trailing one (the filesystem's root).
+        let separator = if dir_text.ends_with('/') { "" } else { "/" };
         let mut children = Vec::with_capacity(listed.len());
         for (name, kind) in listed.iter() {
             if name == ".git" {
                 continue;
             }
             // Sized once: `join` would grow it.
-            let mut path = PathBuf::with_capacity(dir_bytes + 1 + name.len());
-            path.push(dir);
-            path.push(name);
+            let mut path = String::with_capacity(dir_text.len() + separator.len() + name.len());
+            path.push_str(&dir_text);
+            path.push_str(separator);
+            path.push_str(name);
             let entry = Entry {
                 path,
                 kind,
@@ -180,10 +198,10 @@ impl Walk {
 
     fn ignored(&self, entry: &Entry) -> bool {
         !self.gitignore.is_empty()
-            && (entry.relative_start.is_some() || entry.path.starts_with(self.jail.root()))
+            && (entry.relative_start.is_some() || entry.path().starts_with(self.jail.root()))
             && self
                 .gitignore
-                .matched_path_or_any_parents(&entry.path, entry.is_dir())
+                .matched_path_or_any_parents(entry.path(), entry.is_dir())
                 .is_ignore()
     }
 }
@@ -201,7 +219,7 @@ impl Iterator for Walk {
                 }
             };
             if entry.is_dir() {
-                let children = self.children(&entry.path);
+                let children = self.children(entry.path());
                 self.stack.push(children.into_iter());
             }
             return Some(entry);
@@ -248,7 +266,7 @@ mod tests {
         let mut walked = Vec::new();
         for piece in pieces(&jail, &root, 3) {
             for entry in entries_of(&jail, piece) {
-                assert_eq!(entry.relative(&jail), jail.relative(&entry.path));
+                assert_eq!(entry.relative(&jail), jail.relative(entry.path()));
                 walked.push((entry.relative(&jail).into_owned(), entry.relative_start.is_some()));
             }
         }

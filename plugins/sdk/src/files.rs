@@ -144,24 +144,44 @@ pub fn list_dir(path: &str) -> Result<Listing, String> {
             })
             .collect();
         entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        let names: Vec<&str> = entries.iter().map(|(name, _)| name.as_str()).collect();
         PackedListing {
-            names: names.join(&NAME_SEPARATOR.to_string()),
+            names: entries.iter().map(|(name, _)| name.as_str()).collect(),
+            lengths: entries.iter().map(|(name, _)| name.len() as u32).collect(),
             kinds: entries.iter().map(|(_, kind)| *kind).collect(),
         }
     };
-    Ok(Listing(packed))
+    Listing::new(packed)
 }
 
 /// One directory's entries as [`list_dir`] gives them, sorted by name.
 pub struct Listing(PackedListing);
 
 impl Listing {
+    /// Checks that the lengths cut the names into whole strings, one per
+    /// kind, so that [`Listing::iter`] only slices.
+    fn new(packed: PackedListing) -> Result<Listing, String> {
+        let mut at = 0usize;
+        let whole = packed.lengths.len() == packed.kinds.len()
+            && packed.lengths.iter().all(|&length| {
+                at = at.saturating_add(length as usize);
+                packed.names.is_char_boundary(at)
+            })
+            && at == packed.names.len();
+        if !whole {
+            return Err("the host's listing is malformed".into());
+        }
+        Ok(Listing(packed))
+    }
+
     /// Each entry's name and kind, in name order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, Kind)> + '_ {
-        // Empty names mean no entries, not one entry named "".
-        let names = (!self.0.kinds.is_empty()).then(|| self.0.names.split(NAME_SEPARATOR));
-        names.into_iter().flatten().zip(self.0.kinds.iter().copied())
+        let mut at = 0;
+        let names = self.0.lengths.iter().map(move |&length| {
+            let name = &self.0.names[at..at + length as usize];
+            at += length as usize;
+            name
+        });
+        names.zip(self.0.kinds.iter().copied())
     }
 
     /// How many entries the directory has.
@@ -404,6 +424,33 @@ mod tests {
         }
         // A call's bytes bound it too: long names, fewer per call.
         const { assert!(MAX_STAT_NAMES * (MAX_NAME_BYTES + 1) > MAX_STAT_NAME_BYTES) };
+    }
+
+    /// A listing is taken only when its lengths cut its names into whole
+    /// strings, one per kind; then each name is its own slice.
+    #[test]
+    fn a_packed_listing_is_sliced_only_when_its_lengths_fit_its_names() {
+        let packed = |names: &str, lengths: &[u32], kinds: usize| PackedListing {
+            names: names.into(),
+            lengths: lengths.to_vec(),
+            kinds: vec![Kind::File; kinds],
+        };
+        let listing = Listing::new(packed("aébcd", &[1, 3, 0, 2], 4)).unwrap();
+        let names: Vec<&str> = listing.iter().map(|(name, _)| name).collect();
+        assert_eq!(names, ["a", "éb", "", "cd"]);
+        assert!(Listing::new(packed("", &[], 0)).unwrap().is_empty());
+        for (names, lengths, kinds) in [
+            ("abc", &[1, 1][..], 2),
+            ("abc", &[1, 3], 2),
+            ("abc", &[1, 2], 3),
+            ("aé", &[2, 1], 2),
+            ("a", &[u32::MAX, 2], 2),
+        ] {
+            assert!(
+                Listing::new(packed(names, lengths, kinds)).is_err(),
+                "{names} {lengths:?} {kinds}"
+            );
+        }
     }
 
     /// The native fallback answers as the host does: only files with a

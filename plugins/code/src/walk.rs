@@ -123,14 +123,14 @@ const OPEN_DIRS: usize = 64;
 /// share.
 pub fn pieces(jail: &Jail, start: &Path, count: usize) -> Vec<Vec<Entry>> {
     let walk = Walk::new(jail);
-    let mut items = walk.children(start);
+    let mut items = walk.children_of_start(start);
     for _ in 0..2 {
         if items.iter().filter(|e| e.is_dir()).count() >= OPEN_DIRS {
             break;
         }
         items = items
             .into_iter()
-            .flat_map(|e| if e.is_dir() { walk.children(e.path()) } else { vec![e] })
+            .flat_map(|e| if e.is_dir() { walk.children_of(&e) } else { vec![e] })
             .collect();
     }
     let per_piece = items.len().div_ceil(count.max(1)).max(1);
@@ -158,36 +158,58 @@ impl Walk {
         }
     }
 
-    /// The entries of `dir` the walk shows, sorted by name (as the host
-    /// lists them); an unreadable directory has none.
-    fn children(&self, dir: &Path) -> Vec<Entry> {
-        let dir_text = path_text(dir);
-        let Ok(listed) = files::list_dir(&dir_text) else {
-            return Vec::new();
-        };
-        // Where the root-relative form starts, the same for every plain
-        // name in `dir`: asked once, of a child (by bytes of the path, so
-        // only where its text is those bytes).
-        let relative_start = match dir_text {
+    /// The entries of the directory `dir` the walk starts from, as
+    /// [`Walk::children`] gives them.
+    fn children_of_start(&self, dir: &Path) -> Vec<Entry> {
+        let text = path_text(dir);
+        // Where the root-relative form starts in a child's path: asked once,
+        // of a made-up child, by bytes of the path, so only where its text
+        // is those bytes.
+        let relative_start = match text {
             Cow::Borrowed(_) => self.jail.relative_start(&dir.join("x")),
             Cow::Owned(_) => None,
         };
+        self.children(&text, relative_start)
+    }
+
+    /// The entries of the directory entry `dir` the walk shows: a plain
+    /// directory's plain children start their relative form where it does
+    /// (the root's length and a `/`), and no child of any other is plain.
+    fn children_of(&self, dir: &Entry) -> Vec<Entry> {
+        self.children(&dir.path, dir.relative_start)
+    }
+
+    /// The entries of `dir` the walk shows, sorted by name (as the host
+    /// lists them); an unreadable directory has none. `relative_start` is
+    /// where a plain child's relative form starts, if it has one.
+    fn children(&self, dir: &str, relative_start: Option<usize>) -> Vec<Entry> {
+        let Ok(listed) = files::list_dir(dir) else {
+            return Vec::new();
+        };
+        // No separator in any name (one pass over them all, not one per
+        // name): then a name is plain unless it is empty, `.` or `..`.
+        let separators = listed.names().bytes().any(|b| b == b'/' || b == b'\\');
         // `Path::push` adds no `/` after a trailing one (the filesystem's root).
-        let separator = if dir_text.ends_with('/') { "" } else { "/" };
+        let separator = if dir.ends_with('/') { "" } else { "/" };
         let mut children = Vec::with_capacity(listed.len());
         for (name, kind) in listed.iter() {
             if name == ".git" {
                 continue;
             }
             // Sized once: `join` would grow it.
-            let mut path = String::with_capacity(dir_text.len() + separator.len() + name.len());
-            path.push_str(&dir_text);
+            let mut path = String::with_capacity(dir.len() + separator.len() + name.len());
+            path.push_str(dir);
             path.push_str(separator);
             path.push_str(name);
+            let plain = if separators {
+                is_plain_name(name.as_bytes())
+            } else {
+                !name.is_empty() && name != "." && name != ".."
+            };
             let entry = Entry {
                 path,
                 kind,
-                relative_start: relative_start.filter(|_| is_plain_name(name.as_bytes())),
+                relative_start: relative_start.filter(|_| plain),
             };
             if !self.ignored(&entry) {
                 children.push(entry);
@@ -219,7 +241,7 @@ impl Iterator for Walk {
                 }
             };
             if entry.is_dir() {
-                let children = self.children(entry.path());
+                let children = self.children_of(&entry);
                 self.stack.push(children.into_iter());
             }
             return Some(entry);
@@ -262,6 +284,9 @@ mod tests {
             )
             .unwrap();
         }
+        // Below a directory that is not plain, no child is.
+        std::fs::create_dir_all(root.join("d/e/walked/f\\g")).unwrap();
+        std::fs::write(root.join("d/e/walked/f\\g/h.rs"), "x").unwrap();
         let jail = Jail::new(&root);
         let mut walked = Vec::new();
         for piece in pieces(&jail, &root, 3) {
@@ -279,7 +304,9 @@ mod tests {
             // A backslash is turned into `/` by the jail's components path.
             assert_eq!(known(&format!("{top}b/c.rs")), Some(false));
         }
-        // Every file, and the one directory walked, not opened.
-        assert_eq!(walked.len(), 11, "{walked:?}");
+        assert_eq!(known("d/e/walked/f/g"), Some(false));
+        assert_eq!(known("d/e/walked/f/g/h.rs"), Some(false));
+        // Every file, and the two directories walked, not opened.
+        assert_eq!(walked.len(), 13, "{walked:?}");
     }
 }

@@ -184,6 +184,11 @@ impl Listing {
         names.zip(self.0.kinds.iter().copied())
     }
 
+    /// Every name, one after the other.
+    pub fn names(&self) -> &str {
+        &self.0.names
+    }
+
     /// How many entries the directory has.
     pub fn len(&self) -> usize {
         self.0.kinds.len()

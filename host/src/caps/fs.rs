@@ -425,25 +425,38 @@ fn read_answer(
     // Taken before any file is opened: a file changed since is not learned
     // from this answer (`contents.rs`).
     let opened = SystemTime::now();
-    let files: Vec<Option<(&FilesRoot, &Path, &Path)>> = match needles {
+    let files: Vec<Option<FileInDir>> = match needles {
         Some(_) => paths.iter().map(|p| file_in_dir(roots, Path::new(p))).collect(),
         None => Vec::new(),
     };
-    let dirs: Vec<Option<(&FilesRoot, &Path)>> = files.iter().map(|f| f.map(|(root, dir, _)| (root, dir))).collect();
+    let dirs: Vec<Option<(&FilesRoot, &Path)>> = files.iter().map(|f| f.map(|f| (f.root, f.dir))).collect();
     let kept = warm.kept(&dirs);
+    // The directory whose files are being stat'ed, opened once for them
+    // all: a walk asks for a directory's files one after the other.
+    let mut stats_dir: Option<(&Path, Option<std::fs::File>)> = None;
     for (i, path) in paths.iter().enumerate() {
         if !answer.is_empty() && (carried >= BULK_BUDGET || read >= SCAN_BUDGET) {
             break;
         }
         carried += ANSWER_COST;
         let known = kept.get(i).copied().unwrap_or(false).then(|| files[i]).flatten();
-        if let (Some((root, _, relative)), Some(needles)) = (known, needles.as_deref())
+        if let (Some(file), Some(needles)) = (known, needles.as_deref())
             && needles.trigrams.any_use()
-            && Version::at(&root.dir, relative)
-                .is_some_and(|v| v.size() <= max_size && warm.contents().rules_out(&v, &needles.trigrams))
         {
-            answer.push(None);
-            continue;
+            if stats_dir
+                .as_ref()
+                .is_none_or(|(dir, _)| dir.as_os_str() != file.dir.as_os_str())
+            {
+                stats_dir = Some((file.dir, open_for_stats(file.root, file.relative_dir)));
+            }
+            let opened_dir = stats_dir.as_ref().and_then(|(_, opened)| opened.as_ref());
+            if opened_dir
+                .and_then(|dir| Version::at(dir, file.name))
+                .is_some_and(|v| v.size() <= max_size && warm.contents().rules_out(&v, &needles.trigrams))
+            {
+                answer.push(None);
+                continue;
+            }
         }
         let (content, version) = read_whole(roots, Path::new(path), max_size, known.and(Some(opened)));
         match &content {
@@ -466,12 +479,51 @@ fn read_answer(
     answer
 }
 
-/// For a file path that is exactly a directory's path and one plain name
-/// after it: the preopen it lies in, that directory, and the path relative
-/// to the preopen. `None` for any other path (`.`, `..`, repeated slashes),
-/// which is never looked up in what the session knows.
-fn file_in_dir<'a>(roots: &'a [FilesRoot], path: &'a Path) -> Option<(&'a FilesRoot, &'a Path, &'a Path)> {
+/// A file path that is exactly a directory's path and one plain name after
+/// it, which what the session knows is looked up by.
+#[derive(Clone, Copy)]
+struct FileInDir<'a> {
+    /// The preopen it lies in.
+    root: &'a FilesRoot,
+    /// Its directory, absolute: the warm tree's key.
+    dir: &'a Path,
+    /// Its directory relative to the preopen (empty for the preopen).
+    relative_dir: &'a Path,
+    /// Its name.
+    name: &'a Path,
+}
+
+/// `path` as a [`FileInDir`]; `None` for any other path (`.`, `..`,
+/// repeated slashes), which is never looked up in what the session knows.
+fn file_in_dir<'a>(roots: &'a [FilesRoot], path: &'a Path) -> Option<FileInDir<'a>> {
+    use std::os::unix::ffi::OsStrExt;
     let (root, relative) = beneath(roots, path)?;
+    let at = root.at.as_os_str().as_bytes();
+    // What a walk asks with: the preopen's bytes, `/`, plain names. Cut at
+    // the last `/` by bytes, as no component needs parsing.
+    if !at.ends_with(b"/") && plain_rest(path, &root.at).is_some() {
+        let split_last = |bytes: &'a [u8]| {
+            let slash = bytes.iter().rposition(|&b| b == b'/');
+            let (head, tail) = slash.map_or((&b""[..], bytes), |i| (&bytes[..i], &bytes[i + 1..]));
+            (
+                Path::new(std::ffi::OsStr::from_bytes(head)),
+                Path::new(std::ffi::OsStr::from_bytes(tail)),
+            )
+        };
+        let (dir, name) = split_last(path.as_os_str().as_bytes());
+        let (relative_dir, _) = split_last(relative.as_os_str().as_bytes());
+        return Some(FileInDir {
+            root,
+            dir,
+            relative_dir,
+            name,
+        });
+    }
+    file_in_dir_by_components(root, relative, path)
+}
+
+/// [`file_in_dir`] the long way, for any spelling of a path.
+fn file_in_dir_by_components<'a>(root: &'a FilesRoot, relative: &'a Path, path: &'a Path) -> Option<FileInDir<'a>> {
     let dir = path.parent()?;
     let name = path.file_name()?;
     let exact = !relative.as_os_str().is_empty()
@@ -479,7 +531,31 @@ fn file_in_dir<'a>(roots: &'a [FilesRoot], path: &'a Path) -> Option<(&'a FilesR
             .components()
             .all(|c| matches!(c, std::path::Component::Normal(_)))
         && dir.join(name).as_os_str() == path.as_os_str();
-    exact.then_some((root, dir, relative))
+    exact.then(|| FileInDir {
+        root,
+        dir,
+        relative_dir: relative.parent().unwrap_or(Path::new("")),
+        name: Path::new(name),
+    })
+}
+
+/// The directory `relative` beneath `root` (empty: the preopen itself),
+/// opened for `fstatat` of its entries by name. No symlink on the way is
+/// followed, and nothing above the preopen reached, whatever changed since
+/// the warm tree said the directory is kept, so a stat through it is of an
+/// entry inside. `None` where that cannot be had (openat2 missing, a
+/// rename racing the lookup): the files are then read.
+fn open_for_stats(root: &FilesRoot, relative: &Path) -> Option<std::fs::File> {
+    use rustix::fs::{Mode, OFlags, ResolveFlags};
+    let relative = if relative.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        relative
+    };
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let dir = rustix::fs::openat2(&root.dir, relative, flags, Mode::empty(), resolve).ok()?;
+    Some(std::fs::File::from(dir))
 }
 
 /// The preopen `path` lies in, and the path relative to it.
@@ -601,6 +677,72 @@ mod tests {
                     "{path:?} at {at:?}"
                 );
             }
+        }
+    }
+
+    /// The byte cut of what a walk asks with gives what the components give,
+    /// for every spelling, under a root and under `/`.
+    #[test]
+    fn a_files_directory_by_bytes_is_its_directory_by_components() {
+        use std::ffi::OsString;
+        let tmp = tempfile::tempdir().unwrap();
+        fn fields(f: FileInDir<'_>) -> (OsString, OsString, OsString) {
+            (f.dir.into(), f.relative_dir.into(), f.name.into())
+        }
+        for at in [tmp.path(), Path::new("/")] {
+            let roots = [FilesRoot::new(at, std::fs::File::open(at).unwrap())];
+            let at = at.to_string_lossy().trim_end_matches('/').to_string();
+            for rest in [
+                "/a",
+                "/a/b.rs",
+                "/a/b/c.rs",
+                "//a",
+                "/a//b",
+                "/./a",
+                "/a/./b",
+                "/a/../b",
+                "/a/",
+                "/..",
+                "/a\\b",
+                "/.a/b",
+            ] {
+                let path = format!("{at}{rest}");
+                let path = Path::new(&path);
+                let (root, relative) = beneath(&roots, path).unwrap();
+                assert_eq!(
+                    file_in_dir(&roots, path).map(fields),
+                    file_in_dir_by_components(root, relative, path).map(fields),
+                    "{path:?}"
+                );
+            }
+        }
+    }
+
+    /// A directory is opened for stats only through real directories
+    /// beneath the preopen.
+    #[test]
+    fn a_directory_for_stats_is_reached_through_no_symlink() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(tmp.path().join("d/e")).unwrap();
+        std::os::unix::fs::symlink("d", tmp.path().join("link")).unwrap();
+        std::os::unix::fs::symlink(tmp.path(), tmp.path().join("d/up")).unwrap();
+        let root = FilesRoot::new(tmp.path(), std::fs::File::open(tmp.path()).unwrap());
+        for (relative, opens) in [
+            ("", true),
+            ("d", true),
+            ("d/e", true),
+            ("link", false),
+            ("link/e", false),
+            ("d/up/d", false),
+            ("..", false),
+            ("d/../..", false),
+            ("missing", false),
+        ] {
+            assert_eq!(
+                open_for_stats(&root, Path::new(relative)).is_some(),
+                opens,
+                "{relative}"
+            );
         }
     }
 

@@ -33,17 +33,14 @@
 //! sets `ctime` when it begins, and a reader does not wait for it, so one
 //! overwrite of a file in place (its size unchanged) still copying after
 //! [`SETTLED`] — a writer throttled that long by the kernel — could be
-//! learned half done; XFS makes readers wait. And between the warm tree's
-//! word that a directory is kept and the `fstatat` of a file in it, a
-//! directory on the path swapped for a symlink out of the root would be
-//! followed: the `stat` can then only match a version learned through the
-//! jail (a hard link of a file inside), so what a component learns is
-//! `none` instead of an error for a file it could already search.
+//! learned half done; XFS makes readers wait.
 //!
 //! A file is learned only where the warm tree keeps its directory (a search
 //! that repeats one: the session's first search pays nothing), and it is
-//! looked up only there too: a kept directory has no symlink on its path, so
-//! the `fstatat` of its entry resolves inside the root.
+//! looked up only there too, by name in its directory, which is opened with
+//! no symlink followed and nothing above the preopen reached (`openat2`):
+//! a directory on the path swapped for a symlink since the warm tree's word
+//! fails the open, and the file is read instead.
 //!
 //! Memory: the filters (2 to 4 bits per distinct trigram of the file,
 //! 64 bits at least, 256 KiB at most) and [`ENTRY_COST`] bytes per file,
@@ -103,12 +100,12 @@ impl Version {
         }
     }
 
-    /// The version of the regular file `relative` names beneath `dir`, its
-    /// last component not followed; `None` for anything else or an error.
-    pub fn at(dir: &std::fs::File, relative: &Path) -> Option<Version> {
+    /// The version of the regular file `name` in `dir`, not followed;
+    /// `None` for anything else or an error.
+    pub fn at(dir: &std::fs::File, name: &Path) -> Option<Version> {
         use nix::sys::stat::{FileStat, SFlag, fstatat};
         let flags = nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW | nix::fcntl::AtFlags::AT_NO_AUTOMOUNT;
-        let st: FileStat = fstatat(dir, relative, flags).ok()?;
+        let st: FileStat = fstatat(dir, name, flags).ok()?;
         if SFlag::from_bits_truncate(st.st_mode) & SFlag::S_IFMT != SFlag::S_IFREG {
             return None;
         }

@@ -542,9 +542,13 @@ fn file_in_dir_by_components<'a>(root: &'a FilesRoot, relative: &'a Path, path: 
 /// The directory `relative` beneath `root` (empty: the preopen itself),
 /// opened for `fstatat` of its entries by name. No symlink on the way is
 /// followed, and nothing above the preopen reached, whatever changed since
-/// the warm tree said the directory is kept, so a stat through it is of an
-/// entry inside. `None` where that cannot be had (openat2 missing, a
-/// rename racing the lookup): the files are then read.
+/// the warm tree said the directory is kept, so it is inside when opened.
+/// Renamed out while its files are stat'ed, it still holds them: a stat
+/// that matches a learned version (a rename or link of the file itself
+/// sets its change time) is of a file learned inside and unchanged since,
+/// and rules it out as it stood when the directory was opened. `None`
+/// where that cannot be had (openat2 missing, a rename racing the
+/// lookup): the files are then read.
 fn open_for_stats(root: &FilesRoot, relative: &Path) -> Option<std::fs::File> {
     use rustix::fs::{Mode, OFlags, ResolveFlags};
     let relative = if relative.as_os_str().is_empty() {

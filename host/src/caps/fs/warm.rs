@@ -65,7 +65,7 @@ use std::os::fd::AsRawFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Entries the warm tree keeps at most, over all its directories (about
@@ -186,88 +186,75 @@ struct Queues {
     /// during the system call that makes it, so waiting on it with no
     /// timeout reads a ready list, and an empty one costs next to nothing.
     ready: Epoll,
-    /// A mount change one `poll` saw and no lock holder has applied yet.
-    /// The mount table reports a change to the first `poll` only (inotify
-    /// events stay queued until read, under the lock), so a worker that
-    /// polls after another must learn it here.
-    mounts_changed: AtomicBool,
-    /// Polls under way: one may have taken a mount change it has not yet
-    /// set in `mounts_changed`.
+    /// What polls saw and no lock holder has applied yet: [`SEEN_MOUNTS`],
+    /// [`SEEN_EVENTS`]. Readiness may reach one waiter only: the mount
+    /// table tells a change to the first look at it, and some kernels let
+    /// an `epoll_wait` with no timeout answer nothing while another thread
+    /// scans the same set (a race fixed upstream in 2025). So every poll
+    /// leaves what it saw here, and the lock holder takes what every poll
+    /// finished or under way saw.
+    seen: AtomicU8,
+    /// Polls under way: one may have seen something it has not yet left
+    /// in `seen`.
     polling: AtomicUsize,
 }
 
-/// What one `poll` of the queues found.
-struct Pending {
-    /// Events to read.
-    events: bool,
-}
-
-/// The tag of the mount table's events in [`Queues::ready`] (inotify's is 1).
-const MOUNTS: u64 = 0;
+/// The mount table changed; also its tag in [`Queues::ready`].
+const SEEN_MOUNTS: u8 = 1;
+/// Inotify events are queued; also the queue's tag in [`Queues::ready`].
+const SEEN_EVENTS: u8 = 2;
 
 impl Queues {
     /// The queues, or `None` when epoll refuses them. A mount change between
     /// opening the table and adding it is not told; nothing is kept yet.
     fn new(inotify: Inotify, mounts: std::fs::File) -> Option<Queues> {
         let ready = Epoll::new(EpollCreateFlags::EPOLL_CLOEXEC).ok()?;
-        ready.add(&mounts, EpollEvent::new(EpollFlags::EPOLLPRI, MOUNTS)).ok()?;
-        ready.add(&inotify, EpollEvent::new(EpollFlags::EPOLLIN, 1)).ok()?;
+        let tagged = |flags, seen: u8| EpollEvent::new(flags, u64::from(seen));
+        ready.add(&mounts, tagged(EpollFlags::EPOLLPRI, SEEN_MOUNTS)).ok()?;
+        ready.add(&inotify, tagged(EpollFlags::EPOLLIN, SEEN_EVENTS)).ok()?;
         Some(Queues {
             inotify,
             _mounts: mounts,
             ready,
-            mounts_changed: AtomicBool::new(false),
+            seen: AtomicU8::new(0),
             polling: AtomicUsize::new(0),
         })
     }
 
-    /// What is pending now, in one system call: a lookup that finds nothing
-    /// pending (the common case, once per directory of a warm walk) makes
-    /// no other. A mount change goes to `mounts_changed`.
-    fn poll(&self) -> Pending {
+    /// Looks at what is pending, in one system call, and leaves it in
+    /// `seen`: a lookup that finds nothing pending (the common case, once
+    /// per directory of a warm walk) makes no other.
+    fn poll(&self) {
         self.polling.fetch_add(1, Ordering::SeqCst);
-        let (mounts, pending) = self.poll_once();
-        if mounts {
-            self.mounts_changed.store(true, Ordering::SeqCst);
+        let seen = self.poll_once();
+        if seen != 0 {
+            self.seen.fetch_or(seen, Ordering::SeqCst);
         }
         self.polling.fetch_sub(1, Ordering::SeqCst);
-        pending
     }
 
-    /// Whether the mount table changed since the last lock holder asked,
-    /// as every poll finished or under way will tell: asked under the
-    /// tree's lock, after this worker's own poll.
-    fn take_mount_change(&self) -> bool {
-        loop {
-            if self.mounts_changed.swap(false, Ordering::SeqCst) {
-                return true;
-            }
-            if self.polling.load(Ordering::SeqCst) == 0 {
-                return self.mounts_changed.swap(false, Ordering::SeqCst);
-            }
-            // Another worker is inside its poll, one system call long.
+    /// What every poll finished or under way saw since the last lock holder
+    /// asked: asked under the tree's lock, after this worker's own poll.
+    /// A poll under way is one system call long, and then waits for the
+    /// lock, so the wait ends.
+    fn take_seen(&self) -> u8 {
+        while self.polling.load(Ordering::SeqCst) != 0 {
             std::thread::yield_now();
         }
+        self.seen.swap(0, Ordering::SeqCst)
     }
 
-    /// One look at the ready list: whether the mount table changed, and
-    /// what else is pending. The table is ready only with a change (it was
-    /// added for `EPOLLPRI`, and `EPOLLERR` comes with it); anything the set
-    /// reports of it counts as one.
-    fn poll_once(&self) -> (bool, Pending) {
+    /// One look at the ready list: [`SEEN_MOUNTS`] and [`SEEN_EVENTS`] for
+    /// what it holds. The table is ready only with a change (it was added
+    /// for `EPOLLPRI`, and `EPOLLERR` comes with it).
+    fn poll_once(&self) -> u8 {
         let mut ready = [EpollEvent::empty(); 2];
         match self.ready.wait(&mut ready, EpollTimeout::ZERO) {
-            Ok(count) => {
-                let ready = &ready[..count.min(ready.len())];
-                (
-                    ready.iter().any(|e| e.data() == MOUNTS),
-                    Pending {
-                        events: ready.iter().any(|e| e.data() != MOUNTS),
-                    },
-                )
-            }
+            Ok(count) => ready[..count.min(ready.len())].iter().fold(0, |seen, event| {
+                seen | (event.data() as u8 & (SEEN_MOUNTS | SEEN_EVENTS))
+            }),
             // No answer: trust nothing, and read whatever is queued.
-            Err(_) => (true, Pending { events: true }),
+            Err(_) => SEEN_MOUNTS | SEEN_EVENTS,
         }
     }
 }
@@ -400,12 +387,14 @@ impl WarmTree {
                 .filter(|w| !w.dirs.is_empty())
                 .map(|w| w.queues.clone())
         };
-        let pending = queues.as_ref().map(|q| q.poll());
+        if let Some(queues) = &queues {
+            queues.poll();
+        }
         let mut state = self.inner.lock().unwrap();
         if let Some(watched) = state.watched.as_mut() {
-            match (queues, pending) {
+            match queues {
                 // The queues polled are still this tree's (no `clear` since).
-                (Some(queues), Some(pending)) if Arc::ptr_eq(&queues, &watched.queues) => watched.apply(pending),
+                Some(queues) if Arc::ptr_eq(&queues, &watched.queues) => watched.apply(),
                 _ => watched.drain(),
             }
         }
@@ -664,16 +653,17 @@ impl Watched {
             // Nothing to make untrue (a mount seen later still drops all).
             return;
         }
-        let pending = self.queues.poll();
-        self.apply(pending);
+        self.queues.poll();
+        self.apply();
     }
 
-    /// Drops what `pending`, just polled, makes untrue, reading the events.
-    fn apply(&mut self, pending: Pending) {
-        if self.queues.take_mount_change() {
+    /// Drops what the polls saw makes untrue, reading the events.
+    fn apply(&mut self) {
+        let seen = self.queues.take_seen();
+        if seen & SEEN_MOUNTS != 0 {
             self.forget_all();
         }
-        if !pending.events {
+        if seen & SEEN_EVENTS == 0 {
             return;
         }
         loop {
@@ -967,24 +957,43 @@ mod tests {
         assert!(watched.record(&dir, again, facts.identity, removals).is_some());
     }
 
-    /// The mount table tells a change to one `poll`; a worker whose poll
-    /// came after it, and finds the lock first, must still learn of it.
+    /// What a poll saw reaches the lock holder, even when its own poll saw
+    /// nothing: the mount table tells a change to one look, and epoll may
+    /// answer nothing to one waiter while another scans the set.
     #[test]
-    fn a_mount_change_another_worker_polled_reaches_the_lock_holder() {
+    fn what_another_workers_poll_saw_reaches_the_lock_holder() {
+        for seen in [SEEN_MOUNTS, SEEN_EVENTS] {
+            let inotify = Inotify::init(InitFlags::IN_NONBLOCK).unwrap();
+            let queues = Queues::new(inotify, std::fs::File::open("/proc/self/mountinfo").unwrap());
+            let queues = Arc::new(queues.unwrap());
+            assert_eq!(queues.take_seen(), 0);
+            // Another worker inside its poll, which saw something.
+            queues.polling.fetch_add(1, Ordering::SeqCst);
+            let other = queues.clone();
+            let polling = std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_millis(50));
+                other.seen.fetch_or(seen, Ordering::SeqCst);
+                other.polling.fetch_sub(1, Ordering::SeqCst);
+            });
+            queues.poll();
+            assert_eq!(queues.take_seen(), seen, "waited for the poll under way");
+            polling.join().unwrap();
+            assert_eq!(queues.take_seen(), 0, "told once");
+        }
+    }
+
+    /// A queued inotify event is seen by a poll and read by the holder.
+    #[test]
+    fn a_queued_event_is_seen() {
+        let tmp = tempfile::tempdir().unwrap();
         let inotify = Inotify::init(InitFlags::IN_NONBLOCK).unwrap();
-        let queues = Arc::new(Queues::new(inotify, std::fs::File::open("/proc/self/mountinfo").unwrap()).unwrap());
-        assert!(!queues.take_mount_change());
-        // Another worker inside its poll, which took the change.
-        queues.polling.fetch_add(1, Ordering::SeqCst);
-        let other = queues.clone();
-        let polling = std::thread::spawn(move || {
-            std::thread::sleep(std::time::Duration::from_millis(50));
-            other.mounts_changed.store(true, Ordering::SeqCst);
-            other.polling.fetch_sub(1, Ordering::SeqCst);
-        });
-        assert!(queues.take_mount_change(), "waited for the poll under way");
-        polling.join().unwrap();
-        assert!(!queues.take_mount_change(), "told once");
+        inotify.add_watch(tmp.path(), watch_mask()).unwrap();
+        let queues = Queues::new(inotify, std::fs::File::open("/proc/self/mountinfo").unwrap()).unwrap();
+        queues.poll();
+        assert_eq!(queues.take_seen(), 0);
+        std::fs::write(tmp.path().join("new"), "").unwrap();
+        queues.poll();
+        assert_eq!(queues.take_seen(), SEEN_EVENTS);
     }
 
     /// Only the root's own spelling is the root: another spelling of it

@@ -9,6 +9,9 @@
 //! the output is exactly what the regex alone would give.
 
 use regex_syntax::hir::literal::{ExtractKind, Extractor};
+use regex_syntax::hir::{
+    Capture, Class, ClassBytes, ClassBytesRange, ClassUnicode, ClassUnicodeRange, Hir, HirKind, Repetition,
+};
 
 /// At most this many literals are asked for (after folding case): each is
 /// one more pass of the host over every file.
@@ -29,13 +32,43 @@ impl RequiredLiterals {
     /// must be searched.
     pub fn of(pattern: &str) -> Option<RequiredLiterals> {
         let hir = regex_syntax::parse(pattern).ok()?;
+        // The pattern as written, and with ASCII case folded away: `(?i)`
+        // makes a class of every letter, and the variants of a long word
+        // pass the extractor's limits within a few letters (leaving a short
+        // prefix or suffix), where the folded pattern is the word itself.
+        let folded = ascii_folded(&hir);
+        let literals = |hir: &Hir, kind| {
+            let seq = Extractor::new().kind(kind).extract(hir);
+            Some(
+                seq.literals()?
+                    .iter()
+                    .map(|l| l.as_bytes().to_vec())
+                    .collect::<Vec<_>>(),
+            )
+        };
         [ExtractKind::Prefix, ExtractKind::Suffix]
             .into_iter()
-            .filter_map(|kind| {
-                let seq = Extractor::new().kind(kind).extract(&hir);
-                RequiredLiterals::few(seq.literals()?.iter().map(|l| l.as_bytes().to_vec()).collect())
+            .flat_map(|kind| {
+                let as_written = literals(&hir, kind.clone()).and_then(RequiredLiterals::few);
+                let folded = literals(&folded, kind).and_then(RequiredLiterals::few_folded);
+                [as_written, folded]
             })
+            .flatten()
             .max_by_key(|r| (r.shortest(), !r.fold_case, std::cmp::Reverse(r.literals.len())))
+    }
+
+    /// Literals of the ASCII-folded pattern, to be found in the folded file,
+    /// when they are few and long enough. Folding makes alternatives alike
+    /// (`Foo_bar|foo_bar`) where the extractor removes only adjacent
+    /// duplicates: each copy would be one more pass.
+    fn few_folded(mut literals: Vec<Vec<u8>>) -> Option<RequiredLiterals> {
+        literals.sort_unstable();
+        literals.dedup();
+        let required = RequiredLiterals {
+            literals,
+            fold_case: true,
+        };
+        (required.literals.len() <= MAX_LITERALS && required.shortest() >= MIN_LEN).then_some(required)
     }
 
     /// `literals` when they are few and long enough; when they are many,
@@ -75,6 +108,55 @@ impl RequiredLiterals {
     }
 }
 
+/// `hir` with every ASCII upper-case letter it matches made lower case: a
+/// match of `hir`, ASCII-folded, is a match of this one (each character
+/// of it folds into the folded set it came from, and folding ASCII case
+/// changes no word boundary), so a literal every match of this one holds
+/// is in the folded file wherever `hir` matches.
+fn ascii_folded(hir: &Hir) -> Hir {
+    match hir.kind() {
+        HirKind::Empty => Hir::empty(),
+        HirKind::Literal(literal) => Hir::literal(literal.0.to_ascii_lowercase()),
+        HirKind::Class(Class::Unicode(class)) => {
+            let ranges = class.iter().flat_map(|r| {
+                folded_ranges(u32::from(r.start()), u32::from(r.end())).filter_map(|(start, end)| {
+                    Some(ClassUnicodeRange::new(char::from_u32(start)?, char::from_u32(end)?))
+                })
+            });
+            Hir::class(Class::Unicode(ClassUnicode::new(ranges)))
+        }
+        HirKind::Class(Class::Bytes(class)) => {
+            let ranges = class.iter().flat_map(|r| {
+                folded_ranges(u32::from(r.start()), u32::from(r.end())).filter_map(|(start, end)| {
+                    Some(ClassBytesRange::new(u8::try_from(start).ok()?, u8::try_from(end).ok()?))
+                })
+            });
+            Hir::class(Class::Bytes(ClassBytes::new(ranges)))
+        }
+        HirKind::Look(look) => Hir::look(*look),
+        HirKind::Repetition(repetition) => Hir::repetition(Repetition {
+            sub: Box::new(ascii_folded(&repetition.sub)),
+            ..repetition.clone()
+        }),
+        HirKind::Capture(capture) => Hir::capture(Capture {
+            sub: Box::new(ascii_folded(&capture.sub)),
+            ..capture.clone()
+        }),
+        HirKind::Concat(subs) => Hir::concat(subs.iter().map(ascii_folded).collect()),
+        HirKind::Alternation(subs) => Hir::alternation(subs.iter().map(ascii_folded).collect()),
+    }
+}
+
+/// The code points `start..=end` with `A`–`Z` moved to `a`–`z`: the part
+/// before `A`, the upper-case part shifted, the part after `Z`.
+fn folded_ranges(start: u32, end: u32) -> impl Iterator<Item = (u32, u32)> {
+    let (upper_a, upper_z, shift) = (u32::from(b'A'), u32::from(b'Z'), u32::from(b'a' - b'A'));
+    let before = (start < upper_a).then(|| (start, end.min(upper_a - 1)));
+    let upper = (start <= upper_z && end >= upper_a).then(|| (start.max(upper_a) + shift, end.min(upper_z) + shift));
+    let after = (end > upper_z).then(|| (start.max(upper_z + 1), end));
+    [before, upper, after].into_iter().flatten()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,8 +194,23 @@ mod tests {
         assert_eq!(needles("(?i-u)task"), folded(&["task"]));
         assert_eq!(
             needles("(?i)todo_never_x"),
-            folded(&["o_never_x"]),
-            "the longest suffix set in the limits"
+            folded(&["todo_never_x"]),
+            "the folded pattern is the whole word"
+        );
+        assert_eq!(
+            needles("(?i)iota_bench_marker_never"),
+            folded(&["iota_bench_marker_never", "iota_bench_mar\u{212a}er_never"])
+        );
+        let alike = ["foo_bar", "xyz_qq", "foo_bar"].map(|l| l.as_bytes().to_vec());
+        assert_eq!(
+            RequiredLiterals::few_folded(alike.to_vec()).unwrap().literals,
+            [b"foo_bar".to_vec(), b"xyz_qq".to_vec()],
+            "alike once folded, asked once"
+        );
+        assert_eq!(
+            needles("[A-Z]x_Long_Word"),
+            exact(&["x_Long_Word"]),
+            "as written wins a tie"
         );
         // Unicode case folding adds the Kelvin sign and the long s.
         assert_eq!(
@@ -154,6 +251,10 @@ mod tests {
             "(?i)abc",
             "(?i)abcdefgh",
             "(?i)task",
+            "(?i)iota_bench_marker_never",
+            r"(?i)\bmar[k-m]er\b",
+            "[A-Z]x_Long_Word",
+            "(?i)iota_bench_(?-i)MARKER",
         ] {
             let re = regex::bytes::Regex::new(pattern).unwrap();
             let r = RequiredLiterals::of(pattern).unwrap();
@@ -168,6 +269,11 @@ mod tests {
                 b"TAS\xe2\x84\xaa",
                 b"ta\xc5\xbfk",
                 b"tASk",
+                b"IOTA_BENCH_MAR\xe2\x84\xaaER_NEVER",
+                b"iota_Bench_Marker_Never",
+                b"a MARLER b",
+                b"Qx_long_WORD",
+                b"Iota_bench_MARKER",
             ] {
                 assert!(!re.is_match(hay) || may_match(&r, hay), "{pattern} on {hay:?}");
             }

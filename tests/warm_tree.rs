@@ -321,6 +321,38 @@ fn a_change_of_content_is_seen_whatever_its_way_in() {
     }
 }
 
+/// grep reads a file that begins with a UTF-16 byte-order mark transcoded
+/// to UTF-8 (as ripgrep does), so its raw bytes hold none of the pattern's
+/// literals: neither the host's needle search nor a filter learned from
+/// those bytes may rule it out, in a session's first round or any later.
+#[test]
+fn a_utf16_file_is_found_by_every_round_of_a_session() {
+    let p = project();
+    // Nothing ASCII, so no NUL byte: the file is not taken for binary.
+    let text = "\u{4e2d}\u{6587}\u{5b57}";
+    let wide = |bom: [u8; 2], encode: fn(u16) -> [u8; 2]| -> Vec<u8> {
+        bom.into_iter().chain(text.encode_utf16().flat_map(encode)).collect()
+    };
+    p.write("wide/le.txt", wide([0xFF, 0xFE], u16::to_le_bytes));
+    p.write("wide/be.txt", wide([0xFE, 0xFF], u16::to_be_bytes));
+    p.write("wide/utf8.txt", format!("{text}\n"));
+    p.write("wide/other.txt", "\u{4e2d}\u{6587} only\n");
+    if !settle(&p) {
+        return;
+    }
+    let warm = LibraryHost::new(&p);
+    let expected = format!("wide/be.txt:1: {text}\nwide/le.txt:1: {text}\nwide/utf8.txt:1: {text}");
+    for round in ["first", "learning", "filtered"] {
+        let r = warm.call("grep", json!({"pattern": text}));
+        assert_eq!(r.text, expected, "{round} round");
+        let r = warm.call("grep", json!({"pattern": format!("(?i){text}")}));
+        assert_eq!(r.text, expected, "{round} round, ignoring case");
+    }
+    let stats = warm.warm_tree();
+    assert!(stats.known_files >= 4, "the files were learned: {stats:?}");
+    assert!(stats.unread_files >= 1, "a filter ruled out other.txt: {stats:?}");
+}
+
 /// A whole file mapped shared, read and write, until dropped.
 struct Mapped {
     at: std::ptr::NonNull<std::ffi::c_void>,

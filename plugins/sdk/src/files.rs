@@ -319,6 +319,13 @@ fn read_some_containing(paths: &[String], max_size: u64, needles: &[Vec<u8>], fo
         .collect()
 }
 
+/// Whether a searcher reads `data` as other bytes than these: grep-searcher
+/// (like ripgrep) transcodes a file that begins with a UTF-16 byte-order
+/// mark to UTF-8, so a literal of a match need not be in its raw bytes.
+pub fn transcoded_by_searchers(data: &[u8]) -> bool {
+    data.starts_with(&[0xFF, 0xFE]) || data.starts_with(&[0xFE, 0xFF])
+}
+
 /// How `read-files-containing` decides whether a file holds one of its
 /// needles: a `memmem` pass per needle, over a lower-case copy of the file
 /// when case is folded. The host's implementation and the native fallback
@@ -349,8 +356,12 @@ impl NeedleSearch {
     }
 
     /// Whether `haystack` holds one of the needles (an empty needle is in
-    /// every haystack; no needles, in none).
+    /// every haystack; no needles, in none), or may once transcoded
+    /// ([`transcoded_by_searchers`]).
     pub fn any_in(&mut self, haystack: &[u8]) -> bool {
+        if transcoded_by_searchers(haystack) {
+            return true;
+        }
         let haystack = match &mut self.folded {
             Some(folded) => {
                 folded.clear();

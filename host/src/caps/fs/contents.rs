@@ -47,7 +47,8 @@
 //! at most [`MAX_BYTES`] per session; past it, everything is forgotten
 //! and learned afresh (an editor that saves by renaming leaves a new inode
 //! each time, and the old ones' filters would otherwise fill it for good).
-//! A file too varied to rule out much is remembered as such, unhashed.
+//! A file too varied to rule out much is remembered as such, unhashed, and
+//! so is one a searcher transcodes (UTF-16): its raw bytes are not its text.
 //! Unlike the warm tree, the filters outlive a call that may have written:
 //! each is checked against its file's `stat` at every use.
 
@@ -250,8 +251,13 @@ impl KnownContents {
         {
             return;
         }
-        // Computed outside the lock: the other worker learns meanwhile.
-        let filter = Filter::of(data);
+        // Computed outside the lock: the other worker learns meanwhile. A
+        // file searched transcoded is never ruled out by its raw bytes.
+        let filter = if iota_toolset::files::transcoded_by_searchers(data) {
+            None
+        } else {
+            Filter::of(data)
+        };
         let cost = ENTRY_COST + filter.as_ref().map_or(0, Filter::bytes);
         let mut known = self.inner.lock().unwrap();
         if let Some((_, old)) = known.files.remove(&key) {

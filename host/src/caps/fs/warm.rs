@@ -142,6 +142,10 @@ struct State {
     seen: HashSet<OsString>,
     /// Bytes of the paths in `seen`, against [`MAX_KEPT_PATH_BYTES`].
     seen_bytes: usize,
+    /// inotify or the mount table could not be had: the session walks, and
+    /// does not ask the kernel again at every lookup (a full instance table
+    /// stays full).
+    unwatchable: bool,
 }
 
 /// The kept directories and the inotify instance watching them.
@@ -383,7 +387,14 @@ impl WarmTree {
     fn drained(&self) -> std::sync::MutexGuard<'_, State> {
         let queues = {
             let mut state = self.inner.lock().unwrap();
-            Watched::get(&mut state.watched, &self.stamps)
+            let state = &mut *state;
+            if state.watched.is_none() && !state.unwatchable {
+                state.watched = Watched::start(&self.stamps);
+                state.unwatchable = state.watched.is_none();
+            }
+            state
+                .watched
+                .as_ref()
                 .filter(|w| !w.dirs.is_empty())
                 .map(|w| w.queues.clone())
         };
@@ -496,25 +507,22 @@ impl WarmTree {
 }
 
 impl Watched {
-    /// The tree, started on first use; `None` where inotify or the mount
-    /// table is unavailable.
-    fn get<'a>(slot: &'a mut Option<Watched>, stamps: &Arc<AtomicU64>) -> Option<&'a mut Watched> {
-        if slot.is_none() {
-            let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
-            let mounts = std::fs::File::open("/proc/self/mountinfo").ok()?;
-            *slot = Some(Watched {
-                queues: Arc::new(Queues::new(inotify, mounts)?),
-                dirs: BTreeMap::new(),
-                paths: HashMap::new(),
-                roots: HashMap::new(),
-                entries: 0,
-                path_bytes: 0,
-                max_watches: watch_budget(),
-                stamps: stamps.clone(),
-                removals: 0,
-            });
-        }
-        slot.as_mut()
+    /// An empty tree; `None` where inotify or the mount table is
+    /// unavailable.
+    fn start(stamps: &Arc<AtomicU64>) -> Option<Watched> {
+        let inotify = Inotify::init(InitFlags::IN_NONBLOCK | InitFlags::IN_CLOEXEC).ok()?;
+        let mounts = std::fs::File::open("/proc/self/mountinfo").ok()?;
+        Some(Watched {
+            queues: Arc::new(Queues::new(inotify, mounts)?),
+            dirs: BTreeMap::new(),
+            paths: HashMap::new(),
+            roots: HashMap::new(),
+            entries: 0,
+            path_bytes: 0,
+            max_watches: watch_budget(),
+            stamps: stamps.clone(),
+            removals: 0,
+        })
     }
 
     /// Forgets what was read under `at` if the root there is now another
@@ -880,8 +888,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let base = std::fs::canonicalize(tmp.path()).unwrap();
         let stamps = Arc::new(AtomicU64::new(0));
-        let mut slot = None;
-        let watched = Watched::get(&mut slot, &stamps).unwrap();
+        let watched = &mut Watched::start(&stamps).unwrap();
         for name in ["b", "b-x", "b.y", "b/c", "b/c/d", "bc"] {
             let dir = base.join(name);
             std::fs::create_dir_all(&dir).unwrap();
@@ -931,8 +938,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let dir = std::fs::canonicalize(tmp.path()).unwrap();
         let stamps = Arc::new(AtomicU64::new(0));
-        let mut slot = None;
-        let watched = Watched::get(&mut slot, &stamps).unwrap();
+        let watched = &mut Watched::start(&stamps).unwrap();
         let opened = std::fs::File::open(&dir).unwrap();
         let facts = Opened::examine(&opened).unwrap();
         let add = |watched: &Watched| match watched.watch_step(&dir, facts) {

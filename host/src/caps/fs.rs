@@ -99,6 +99,15 @@ impl FilesRoot {
             dir,
         }
     }
+
+    /// Whether `path` is spelled as a walk asks: this root's bytes, `/`,
+    /// plain names joined by single `/`s. Such a path is its own key and
+    /// is cut by bytes, no component parsed. A root ending in `/` (the
+    /// filesystem's root) never is: `//a` must take the long way, which
+    /// refuses it.
+    fn holds_plainly(&self, path: &Path) -> bool {
+        !self.at.as_os_str().as_encoded_bytes().ends_with(b"/") && plain_rest(path, &self.at).is_some()
+    }
 }
 
 /// What `iota:toolset/files` works with in one store: the preopens, and the
@@ -498,10 +507,8 @@ struct FileInDir<'a> {
 fn file_in_dir<'a>(roots: &'a [FilesRoot], path: &'a Path) -> Option<FileInDir<'a>> {
     use std::os::unix::ffi::OsStrExt;
     let (root, relative) = beneath(roots, path)?;
-    let at = root.at.as_os_str().as_bytes();
-    // What a walk asks with: the preopen's bytes, `/`, plain names. Cut at
-    // the last `/` by bytes, as no component needs parsing.
-    if !at.ends_with(b"/") && plain_rest(path, &root.at).is_some() {
+    // What a walk asks with: cut at the last `/` by bytes.
+    if root.holds_plainly(path) {
         let split_last = |bytes: &'a [u8]| {
             let slash = bytes.iter().rposition(|&b| b == b'/');
             let (head, tail) = slash.map_or((&b""[..], bytes), |i| (&bytes[..i], &bytes[i + 1..]));

@@ -54,7 +54,6 @@
 
 use super::contents::KnownContents;
 use super::{Entry, FilesRoot, Kind};
-use iota_toolset::jail::plain_rest;
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use nix::sys::statfs::{self, FsType};
@@ -819,11 +818,9 @@ fn watch_budget() -> usize {
 /// `None` for anything else (`.`, `..`, a trailing slash's oddities), which
 /// is always listed afresh.
 fn real_parent(root: &FilesRoot, dir: &Path) -> Option<Option<PathBuf>> {
-    // What a walk asks with: the root's bytes, `/`, plain names (found
-    // without parsing components, a twentieth of a warm glob). A root
-    // ending in `/` (the filesystem's root) takes the long way, which
-    // refuses `//a`.
-    if !root.at.as_os_str().as_encoded_bytes().ends_with(b"/") && plain_rest(dir, &root.at).is_some() {
+    // What a walk asks with, found without parsing components (which
+    // took a twentieth of a warm glob).
+    if root.holds_plainly(dir) {
         return Some(dir.parent().map(Path::to_path_buf));
     }
     real_parent_by_components(root, dir)

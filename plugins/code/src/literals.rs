@@ -64,11 +64,11 @@ impl RequiredLiterals {
     fn few_folded(mut literals: Vec<Vec<u8>>) -> Option<RequiredLiterals> {
         literals.sort_unstable();
         literals.dedup();
-        let required = RequiredLiterals {
+        RequiredLiterals {
             literals,
             fold_case: true,
-        };
-        (required.literals.len() <= MAX_LITERALS && required.shortest() >= MIN_LEN).then_some(required)
+        }
+        .within_limits()
     }
 
     /// `literals` when they are few and long enough; when they are many,
@@ -77,20 +77,19 @@ impl RequiredLiterals {
     /// only weakens the condition: a file with a variant holds its folded
     /// form, so no file that may match is skipped.
     fn few(literals: Vec<Vec<u8>>) -> Option<RequiredLiterals> {
-        let mut required = RequiredLiterals {
+        if literals.len() > MAX_LITERALS {
+            return RequiredLiterals::few_folded(literals.iter().map(|l| l.to_ascii_lowercase()).collect());
+        }
+        RequiredLiterals {
             literals,
             fold_case: false,
-        };
-        if required.literals.len() > MAX_LITERALS {
-            let mut folded: Vec<Vec<u8>> = required.literals.iter().map(|l| l.to_ascii_lowercase()).collect();
-            folded.sort_unstable();
-            folded.dedup();
-            required = RequiredLiterals {
-                literals: folded,
-                fold_case: true,
-            };
         }
-        (required.literals.len() <= MAX_LITERALS && required.shortest() >= MIN_LEN).then_some(required)
+        .within_limits()
+    }
+
+    /// These literals, if few enough and none too short to be worth a pass.
+    fn within_limits(self) -> Option<RequiredLiterals> {
+        (self.literals.len() <= MAX_LITERALS && self.shortest() >= MIN_LEN).then_some(self)
     }
 
     fn shortest(&self) -> usize {

@@ -120,14 +120,9 @@ pub struct Files {
 }
 
 /// The needles last asked for and their search ([`NeedleSearch`]: a
-/// `memmem` pass per needle). One pass per needle beats one Teddy pass for
-/// all (aho-corasick's or the regex crate's): Teddy keys on a needle's first
-/// bytes, and `fn ` starts a line of every Rust file, while `memmem` keys on
-/// a needle's rarest bytes. Measured on the registry sources (258 MB): two
-/// needles, 40 ms by `memmem` passes, 115 ms by Teddy. Case is folded by
-/// searching a lower-case copy of the file (one vectorised pass); measured
-/// the same way with three words, 43–52 ms, against 109–118 ms for the regex
-/// crate's case-insensitive search and 88–220 ms for aho-corasick's.
+/// `memmem` pass per needle with case as it is, one Teddy pass over case
+/// variants of each needle's rarest bytes with case folded; why, in its
+/// module).
 struct Needles {
     asked: (Vec<Vec<u8>>, bool),
     search: NeedleSearch,

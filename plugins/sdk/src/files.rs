@@ -5,6 +5,9 @@
 //! calls per file through the preopen; one `read-files` call reads a batch.
 
 pub use crate::bindings::iota::toolset::files::{Content, Entry, EntryStat, FileHead, HeadError, Kind, PackedListing};
+pub use needles::NeedleSearch;
+
+mod needles;
 
 /// Reads every path (absolute, inside the project root or a read-only
 /// directory), each whole when at most `max_size` bytes; one answer per path,
@@ -324,54 +327,6 @@ fn read_some_containing(paths: &[String], max_size: u64, needles: &[Vec<u8>], fo
 /// mark to UTF-8, so a literal of a match need not be in its raw bytes.
 pub fn transcoded_by_searchers(data: &[u8]) -> bool {
     data.starts_with(&[0xFF, 0xFE]) || data.starts_with(&[0xFE, 0xFF])
-}
-
-/// How `read-files-containing` decides whether a file holds one of its
-/// needles: a `memmem` pass per needle, over a lower-case copy of the file
-/// when case is folded. The host's implementation and the native fallback
-/// share it.
-pub struct NeedleSearch {
-    finders: Vec<memchr::memmem::Finder<'static>>,
-    /// The file in lower case, when folding: kept to reuse its allocation.
-    folded: Option<Vec<u8>>,
-}
-
-impl NeedleSearch {
-    /// The search for `needles`, ASCII case folded with `fold_case`.
-    pub fn new(needles: &[Vec<u8>], fold_case: bool) -> NeedleSearch {
-        let finders = needles
-            .iter()
-            .map(|n| {
-                if fold_case {
-                    memchr::memmem::Finder::new(&n.to_ascii_lowercase()).into_owned()
-                } else {
-                    memchr::memmem::Finder::new(n).into_owned()
-                }
-            })
-            .collect();
-        NeedleSearch {
-            finders,
-            folded: fold_case.then(Vec::new),
-        }
-    }
-
-    /// Whether `haystack` holds one of the needles (an empty needle is in
-    /// every haystack; no needles, in none), or may once transcoded
-    /// ([`transcoded_by_searchers`]).
-    pub fn any_in(&mut self, haystack: &[u8]) -> bool {
-        if transcoded_by_searchers(haystack) {
-            return true;
-        }
-        let haystack = match &mut self.folded {
-            Some(folded) => {
-                folded.clear();
-                folded.extend(haystack.iter().map(u8::to_ascii_lowercase));
-                folded.as_slice()
-            }
-            None => haystack,
-        };
-        self.finders.iter().any(|f| f.find(haystack).is_some())
-    }
 }
 
 #[cfg(not(target_arch = "wasm32"))]

@@ -62,6 +62,12 @@ pub fn run(ctx: &Ctx, args: &Args) -> ToolResult {
 pub fn compile(pattern: &str) -> Result<RegexMatcher, String> {
     // The regex crate's own message is the one the model knows how to read.
     regex::Regex::new(pattern).map_err(|e| format!("invalid regular expression: {e}"))?;
+    matcher(pattern)
+}
+
+/// The line matcher of `pattern`, which a worker builds once [`compile`]
+/// has accepted the pattern in the call's own instance.
+fn matcher(pattern: &str) -> Result<RegexMatcher, String> {
     RegexMatcherBuilder::new()
         .line_terminator(Some(b'\n'))
         .build(pattern)
@@ -144,12 +150,12 @@ pub fn run_piece(ctx: &Ctx, input: &str) -> ToolResult {
 /// Searches the files of one piece, with the caps of a whole search.
 fn search_piece(ctx: &Ctx, piece: Piece) -> Found {
     let include = piece.include.as_deref().and_then(|i| compile_include(i).ok());
-    let compiled = LAST.with(|last| {
+    let search = LAST.with(|last| {
         last.get((piece.pattern, piece.context), |(pattern, context)| {
-            Some(FileSearch::new(pattern, *context, compile(pattern).ok()?))
+            Some(FileSearch::new(pattern, *context))
         })
     });
-    let Some(search) = compiled else {
+    let Some(search) = search else {
         return Found::default();
     };
     let mut out = Output::default();
@@ -170,7 +176,12 @@ fn search_piece(ctx: &Ctx, piece: Piece) -> Found {
 /// A compiled search of files: the matcher, the literal prefilter and the
 /// line searcher with its context.
 struct FileSearch {
-    matcher: RegexMatcher,
+    pattern: String,
+    /// Built when the first file reaches it: with required literals, a
+    /// search of a tree that holds none of them (often, in a session that
+    /// repeats it) never needs the regex, whose compiling costs more than
+    /// the rest of such a search of a warm tree's piece.
+    matcher: std::cell::OnceCell<Option<RegexMatcher>>,
     required: Option<RequiredLiterals>,
     searcher: std::cell::RefCell<Searcher>,
 }
@@ -181,7 +192,7 @@ thread_local! {
 }
 
 impl FileSearch {
-    fn new(pattern: &str, context: usize, matcher: RegexMatcher) -> FileSearch {
+    fn new(pattern: &str, context: usize) -> FileSearch {
         let searcher = SearcherBuilder::new()
             .line_number(true)
             .before_context(context)
@@ -190,7 +201,8 @@ impl FileSearch {
             .binary_detection(BinaryDetection::none())
             .build();
         FileSearch {
-            matcher,
+            pattern: pattern.to_string(),
+            matcher: std::cell::OnceCell::new(),
             required: RequiredLiterals::of(pattern),
             searcher: std::cell::RefCell::new(searcher),
         }
@@ -206,12 +218,17 @@ impl FileSearch {
             if file_io::is_binary(&buf) {
                 return true;
             }
+            // The call's instance accepted the pattern: a worker's build
+            // cannot fail, and would search nothing if it did.
+            let Some(matcher) = self.matcher.get_or_init(|| matcher(&self.pattern).ok()) else {
+                return false;
+            };
             let mut sink = FileSink {
                 rel: &batch.rels[i],
                 out: &mut *out,
             };
             // An error from one file (it cannot happen on a slice) skips that file.
-            let _ = searcher.search_slice(&self.matcher, &buf, &mut sink);
+            let _ = searcher.search_slice(matcher, &buf, &mut sink);
             !out.stopped
         };
         match &self.required {

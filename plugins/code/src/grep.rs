@@ -165,7 +165,9 @@ fn search_piece(ctx: &Ctx, piece: Piece) -> Found {
         if batch.paths.is_empty() {
             break;
         }
-        search.batch(&batch, &mut out);
+        if !search.batch(&batch, &mut out) {
+            break;
+        }
     }
     Found {
         rows: out.rows,
@@ -209,9 +211,10 @@ impl FileSearch {
     }
 
     /// Searches a batch of files in order, reading them a host answer at a
-    /// time.
-    fn batch(&self, batch: &Batch, out: &mut Output) {
+    /// time; false if the regex could not be built (then nothing is found).
+    fn batch(&self, batch: &Batch, out: &mut Output) -> bool {
         let mut searcher = self.searcher.borrow_mut();
+        let mut built = true;
         let search = |i: usize, content: Content| {
             // Too large or unreadable files are skipped.
             let Content::Data(buf) = content else { return true };
@@ -221,6 +224,7 @@ impl FileSearch {
             // The call's instance accepted the pattern: a worker's build
             // cannot fail, and would search nothing if it did.
             let Some(matcher) = self.matcher.get_or_init(|| matcher(&self.pattern).ok()) else {
+                built = false;
                 return false;
             };
             let mut sink = FileSink {
@@ -238,6 +242,7 @@ impl FileSearch {
             }
             None => files::each_file(&batch.paths, MAX_FILE, search),
         }
+        built
     }
 }
 

@@ -5,8 +5,12 @@
 //! calls per file through the preopen; one `read-files` call reads a batch.
 
 pub use crate::bindings::iota::toolset::files::{Content, Entry, EntryStat, FileHead, HeadError, Kind, PackedListing};
+// Natively only: the host's answer and the native fallback search needles;
+// a component asks the host.
+#[cfg(not(target_arch = "wasm32"))]
 pub use needles::NeedleSearch;
 
+#[cfg(not(target_arch = "wasm32"))]
 mod needles;
 
 /// Reads every path (absolute, inside the project root or a read-only

@@ -19,33 +19,41 @@ use aho_corasick::packed;
 const MAX_PROBE_LEN: usize = 4;
 
 /// Probes shorter than this make too many false hits for Teddy to be worth
-/// it (its own limits refuse such sets above 16 or 32 patterns).
+/// it (on x86_64 it refuses more than 16 one-byte probes). A set with a
+/// needle this short takes the pass per needle.
 const MIN_PROBE_LEN: usize = 3;
 
-/// At most this many distinct probes: Teddy's own limit (past it, it
-/// refuses to build).
+/// At most this many distinct probes: Teddy's limit on x86_64 (aarch64's
+/// is 48 for three-byte probes; past a limit Teddy refuses to build, and
+/// the pass per needle runs).
 const MAX_PROBES: usize = 64;
+
+/// Bytes of needles compared in place per byte of haystack before the pass
+/// per needle takes over for it: a haystack that hits a probe at every
+/// byte (a run of zeros, against a needle of zeros and more) would
+/// otherwise cost its length times the needle's.
+const COMPARED_PER_BYTE: usize = 4;
 
 /// Whether a set of needles is in a haystack: with case folded, one Teddy
 /// pass over probes; otherwise, or where Teddy is not available or the
 /// probes would be too many, a `memmem` pass per needle (over a lower-case
 /// copy of the haystack when case is folded).
 pub struct NeedleSearch {
-    how: How,
+    /// An empty needle, which every haystack holds, was asked for.
+    everything: bool,
+    /// With case folded, when Teddy is available and the probes are few.
+    probes: Option<Probes>,
+    /// The search without probes, and for a haystack that hits them too
+    /// often.
+    each_needle: EachNeedle,
 }
 
-enum How {
-    /// An empty needle, which every haystack holds.
-    Everything,
-    /// Case folded: one pass for all needles.
-    Probes(Probes),
-    /// A pass per needle (none for no needles).
-    EachNeedle {
-        finders: Vec<memchr::memmem::Finder<'static>>,
-        /// The haystack in lower case, when folding: kept to reuse its
-        /// allocation.
-        folded: Option<Vec<u8>>,
-    },
+/// A `memmem` pass per needle (none for no needles).
+struct EachNeedle {
+    finders: Vec<memchr::memmem::Finder<'static>>,
+    /// The haystack in lower case, when folding: kept to reuse its
+    /// allocation.
+    folded: Option<Vec<u8>>,
 }
 
 /// Where a probe lies in needles: each needle's index and the offset of the
@@ -70,44 +78,44 @@ impl NeedleSearch {
         } else {
             needles.to_vec()
         };
-        let how = if needles.iter().any(Vec::is_empty) {
-            How::Everything
-        } else if let Some(probes) = fold_case.then(|| Probes::new(&needles)).flatten() {
-            How::Probes(probes)
-        } else {
-            How::EachNeedle {
+        NeedleSearch {
+            everything: needles.iter().any(Vec::is_empty),
+            probes: fold_case.then(|| Probes::new(&needles)).flatten(),
+            each_needle: EachNeedle {
                 finders: needles
                     .iter()
                     .map(|n| memchr::memmem::Finder::new(n).into_owned())
                     .collect(),
                 folded: fold_case.then(Vec::new),
-            }
-        };
-        NeedleSearch { how }
+            },
+        }
     }
 
     /// Whether `haystack` holds one of the needles (an empty needle is in
     /// every haystack; no needles, in none), or may once transcoded
     /// ([`super::transcoded_by_searchers`]).
     pub fn any_in(&mut self, haystack: &[u8]) -> bool {
-        if super::transcoded_by_searchers(haystack) {
+        if self.everything || super::transcoded_by_searchers(haystack) {
             return true;
         }
-        match &mut self.how {
-            How::Everything => true,
-            How::Probes(probes) => probes.any_in(haystack),
-            How::EachNeedle { finders, folded } => {
-                let haystack = match folded {
-                    Some(folded) => {
-                        folded.clear();
-                        folded.extend(haystack.iter().map(u8::to_ascii_lowercase));
-                        folded.as_slice()
-                    }
-                    None => haystack,
-                };
-                finders.iter().any(|f| f.find(haystack).is_some())
-            }
+        match self.probes.as_ref().and_then(|probes| probes.any_in(haystack)) {
+            Some(found) => found,
+            None => self.each_needle.any_in(haystack),
         }
+    }
+}
+
+impl EachNeedle {
+    fn any_in(&mut self, haystack: &[u8]) -> bool {
+        let haystack = match &mut self.folded {
+            Some(folded) => {
+                folded.clear();
+                folded.extend(haystack.iter().map(u8::to_ascii_lowercase));
+                folded.as_slice()
+            }
+            None => haystack,
+        };
+        self.finders.iter().any(|f| f.find(haystack).is_some())
     }
 }
 
@@ -142,28 +150,31 @@ impl Probes {
     }
 
     /// Whether a probe's hit in `haystack` lies where it does in one of its
-    /// needles, case folded.
-    fn any_in(&self, haystack: &[u8]) -> bool {
+    /// needles, case folded; `None` once the comparisons pass
+    /// [`COMPARED_PER_BYTE`].
+    fn any_in(&self, haystack: &[u8]) -> Option<bool> {
+        let mut budget = haystack.len().saturating_mul(COMPARED_PER_BYTE);
         let mut from = 0;
         while let Some(hit) = self
             .searcher
             .find_in(haystack, aho_corasick::Span::from(from..haystack.len()))
         {
-            let found = self.needles_of[hit.pattern().as_usize()].iter().any(|&(index, at)| {
+            for &(index, at) in &self.needles_of[hit.pattern().as_usize()] {
                 let needle = &self.needles[index];
-                hit.start()
+                budget = budget.checked_sub(needle.len())?;
+                let here = hit
+                    .start()
                     .checked_sub(at)
-                    .and_then(|start| haystack.get(start..start + needle.len()))
-                    .is_some_and(|here| here.eq_ignore_ascii_case(needle))
-            });
-            if found {
-                return true;
+                    .and_then(|start| haystack.get(start..start + needle.len()));
+                if here.is_some_and(|here| here.eq_ignore_ascii_case(needle)) {
+                    return Some(true);
+                }
             }
             // Probes are all one length and distinct, so no other probe
             // starts at this hit: the next hit is further on.
             from = hit.start() + 1;
         }
-        false
+        Some(false)
     }
 }
 
@@ -217,6 +228,13 @@ fn case_variants(bytes: &[u8]) -> Vec<Vec<u8>> {
 mod tests {
     use super::*;
 
+    /// A needle of 300 zero bytes and a space.
+    const ZEROS_AND_A_SPACE: &[u8] = &{
+        let mut needle = [0; 301];
+        needle[300] = b' ';
+        needle
+    };
+
     /// The answer of the plainest search: a `memmem` of each needle over
     /// the haystack, lower-cased when folding.
     fn plainly(needles: &[Vec<u8>], fold_case: bool, haystack: &[u8]) -> bool {
@@ -249,6 +267,14 @@ mod tests {
             vec![
                 b"abcd", b"efgh", b"ijkl", b"mnop", b"qrst", b"uvwx", b"yzab", b"cdef", b"ghij",
             ],
+            // One probe for both (control bytes are the rarest): its hit
+            // must be compared with each.
+            vec![b"\x01\x02\x03\x04aaaa", b"\x01\x02\x03\x04eeee"],
+            // Hits that overlap: the first fails, the next byte's holds.
+            vec![b"\x02\x02\x02\x02\x01"],
+            // A probe that hits at every byte of a run of zeros: past the
+            // comparison budget, the pass per needle answers.
+            vec![ZEROS_AND_A_SPACE],
         ];
         let mut haystacks: Vec<Vec<u8>> = vec![
             b"".to_vec(),
@@ -257,7 +283,7 @@ mod tests {
             b"xyz".to_vec(),
             "\u{FEFF}none".encode_utf16().flat_map(u16::to_le_bytes).collect(),
         ];
-        let pieces: [&[u8]; 14] = [
+        let pieces: [&[u8]; 19] = [
             b"abc",
             b"ABC",
             b"IOTA_BENCH_MARKER_NEVER",
@@ -272,6 +298,11 @@ mod tests {
             b"GHIJ",
             b"abcdeF",
             b"iota",
+            b"\x01\x02\x03\x04EEEE",
+            b"\x01\x02\x03\x04zzzz\x01\x02\x03\x04eEee",
+            b"\x02\x02\x02\x02\x02\x01",
+            &[0; 600],
+            ZEROS_AND_A_SPACE,
         ];
         for piece in pieces {
             for pad in [0, 1, 15, 16, 31, 32, 33, 63, 64, 100] {
@@ -308,18 +339,23 @@ mod tests {
     fn probes_are_used_where_teddy_is_available() {
         let owned = |ns: &[&[u8]]| ns.iter().map(|n| n.to_vec()).collect::<Vec<_>>();
         let word = owned(&[b"iota_bench_marker_never", "iota_bench_mar\u{212A}er_never".as_bytes()]);
-        assert!(matches!(NeedleSearch::new(&word, true).how, How::Probes(_)));
-        assert!(matches!(NeedleSearch::new(&word, false).how, How::EachNeedle { .. }));
+        assert!(NeedleSearch::new(&word, true).probes.is_some());
+        assert!(NeedleSearch::new(&word, false).probes.is_none());
         let five = owned(&[b"abcd", b"efgh", b"ijkl", b"mnop", b"qrst"]);
-        assert!(matches!(NeedleSearch::new(&five, true).how, How::Probes(_)));
+        assert!(NeedleSearch::new(&five, true).probes.is_some());
         let nine = owned(&[
             b"abcd", b"efgh", b"ijkl", b"mnop", b"qrst", b"uvwx", b"yzab", b"cdef", b"ghij",
         ]);
-        assert!(matches!(NeedleSearch::new(&nine, true).how, How::EachNeedle { .. }));
-        assert!(matches!(
-            NeedleSearch::new(&owned(&[b"ab", b"abcdef"]), true).how,
-            How::EachNeedle { .. }
-        ));
+        assert!(NeedleSearch::new(&nine, true).probes.is_none());
+        assert!(NeedleSearch::new(&owned(&[b"ab", b"abcdef"]), true).probes.is_none());
+
+        let shared = NeedleSearch::new(&owned(&[b"\x01\x02\x03\x04aaaa", b"\x01\x02\x03\x04eeee"]), true);
+        assert_eq!(shared.probes.expect("probes").needles_of, [vec![(0, 0), (1, 0)]]);
+
+        let zeros = NeedleSearch::new(&owned(&[ZEROS_AND_A_SPACE]), true);
+        let probes = zeros.probes.expect("probes");
+        assert_eq!(probes.any_in(&[0; 10_000]), None, "past the budget");
+        assert_eq!(probes.any_in(&[ZEROS_AND_A_SPACE, b"and more"].concat()), Some(true));
     }
 
     #[test]

@@ -30,7 +30,11 @@ fn queries() -> Vec<(&'static str, Value)> {
 }
 
 fn answers(host: &LibraryHost) -> Vec<String> {
-    queries()
+    answers_to(host, queries())
+}
+
+fn answers_to(host: &LibraryHost, queries: Vec<(&str, Value)>) -> Vec<String> {
+    queries
         .into_iter()
         .map(|(tool, args)| {
             let r = host.call(tool, args.clone());
@@ -42,7 +46,12 @@ fn answers(host: &LibraryHost) -> Vec<String> {
 /// The warm session answers exactly what a fresh one does, and neither
 /// names anything outside.
 fn assert_true(p: &Project, warm: &LibraryHost, after: &str) {
-    let (warm, fresh) = (answers(warm), answers(&LibraryHost::new(p)));
+    assert_true_to(p, warm, after, queries);
+}
+
+/// [`assert_true`] for other queries.
+fn assert_true_to(p: &Project, warm: &LibraryHost, after: &str, queries: fn() -> Vec<(&'static str, Value)>) {
+    let (warm, fresh) = (answers_to(warm, queries()), answers_to(&LibraryHost::new(p), queries()));
     for (w, f) in warm.iter().zip(&fresh) {
         assert_eq!(w, f, "after {after}: the warm answer differs from a fresh walk's");
         assert!(!w.contains(OUTSIDE), "after {after}: {w}");
@@ -233,6 +242,99 @@ fn warm_answers_equal_a_fresh_walk_after_every_kind_of_change() {
     let last = warm.warm_tree();
     assert!(last.hits > again.hits);
     assert!(!learnable || last.unread_files > again.unread_files, "{last:?}");
+}
+
+/// Searches that all start below the root, none inside another's tree:
+/// only listing their starts' parents keeps them.
+fn queries_below() -> Vec<(&'static str, Value)> {
+    vec![
+        ("grep", json!({"pattern": "needle|OUTSIDE", "path": "deep/x"})),
+        ("glob", json!({"pattern": "**/*", "path": "src/sub"})),
+        ("grep", json!({"pattern": "needle|OUTSIDE", "path": "link"})),
+    ]
+}
+
+/// A session whose searches never start at the root keeps their trees from
+/// its second round, and stays true through changes above their starts,
+/// where its only watches are the ones listing the parents added.
+#[test]
+fn searches_below_the_root_are_kept_and_stay_true() {
+    let p = project();
+    let warm = LibraryHost::new(&p);
+    assert_true_to(&p, &warm, "nothing", queries_below);
+    assert_eq!(warm.warm_tree().kept_dirs, 0, "a first round keeps nothing");
+    answers_to(&warm, queries_below());
+    // The root, deep, deep/x, deep/x/y, deep/x/y/z, src and src/sub; not
+    // link, a symlink.
+    assert_eq!(warm.warm_tree().kept_dirs, 7, "the second round keeps them");
+
+    // Each change; the directories kept before it, after the last one; and
+    // how many of them the searches list.
+    let changes: Vec<(&str, usize, u64, Change)> = vec![
+        (
+            "renaming an ancestor and making another at its name",
+            7,
+            4,
+            Box::new(|| {
+                std::fs::rename(p.path("deep"), p.path("deep-old")).unwrap();
+                p.write("deep/x/y/other.rs", "needle other\n");
+            }),
+        ),
+        (
+            "swapping an ancestor for a symlink to a directory inside the root",
+            6,
+            3,
+            Box::new(|| {
+                std::fs::rename(p.path("deep"), p.path("deep-new")).unwrap();
+                symlink(Path::new("deep-old"), &p.path("deep"));
+            }),
+        ),
+        (
+            "swapping an ancestor for a symlink out of the root",
+            3,
+            1,
+            Box::new(|| {
+                let copy = p.outside().join("below");
+                std::fs::create_dir_all(copy.join("x/y")).unwrap();
+                std::fs::write(copy.join(format!("x/y/{OUTSIDE}.rs")), "needle OUTSIDE\n").unwrap();
+                std::fs::remove_file(p.path("deep")).unwrap();
+                symlink(&copy, &p.path("deep"));
+            }),
+        ),
+        (
+            "the real directory back",
+            3,
+            1,
+            Box::new(|| {
+                std::fs::remove_file(p.path("deep")).unwrap();
+                std::fs::rename(p.path("deep-old"), p.path("deep")).unwrap();
+            }),
+        ),
+        (
+            "creating a file at a start",
+            7,
+            4,
+            Box::new(|| drop(p.write("deep/x/new.rs", "needle new\n"))),
+        ),
+        (
+            "renaming the root's child above another start",
+            7,
+            4,
+            Box::new(|| std::fs::rename(p.path("src"), p.path("src-old")).unwrap()),
+        ),
+    ];
+    for (change, kept, hits, make) in &changes {
+        // Kept again after the last change (a symlink's tree is not), and
+        // answered from the tree.
+        answers_to(&warm, queries_below());
+        let before = warm.warm_tree();
+        assert_eq!(before.kept_dirs, *kept, "before {change}: {before:?}");
+        answers_to(&warm, queries_below());
+        let after = warm.warm_tree();
+        assert_eq!(after.hits - before.hits, *hits, "before {change}: {after:?}");
+        make();
+        assert_true_to(&p, &warm, change, queries_below);
+    }
 }
 
 #[test]

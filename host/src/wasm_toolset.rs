@@ -340,7 +340,10 @@ impl WasmToolset {
             .stdout(stdout.clone())
             .stderr(stderr.clone());
         caps::disable_network(&mut builder);
-        let files = fs::preopen(&mut builder, &self.root, &self.read_dirs, access).map_err(|e| format!("{e:#}"))?;
+        let mut files = fs::preopen(&mut builder, &self.root, &self.read_dirs, access).map_err(|e| format!("{e:#}"))?;
+        if matches!(role, Role::Call) {
+            files.expect_walk_start();
+        }
         let state = CallState {
             wasi: builder.build(),
             table: Default::default(),

@@ -117,6 +117,17 @@ impl FilesRoot {
 pub struct Files {
     roots: Vec<FilesRoot>,
     needles: Option<Needles>,
+    /// Whether the next listing is where a walk starts, whose parents the
+    /// warm tree may list too ([`WarmTree::list`]): the first listing of a
+    /// call's own instance (a worker's begin inside the caller's walk).
+    walk_start: bool,
+}
+
+impl Files {
+    /// Makes the next listing a walk's start: for a call's own instance.
+    pub(crate) fn expect_walk_start(&mut self) {
+        self.walk_start = true;
+    }
 }
 
 /// The needles last asked for and their search ([`NeedleSearch`]: a
@@ -187,7 +198,11 @@ pub fn preopen(
             Ok(FilesRoot::new(at, dir))
         })
         .collect::<Result<_>>()?;
-    Ok(Files { roots, needles: None })
+    Ok(Files {
+        roots,
+        needles: None,
+        walk_start: false,
+    })
 }
 
 impl Host for CallState {
@@ -208,7 +223,9 @@ impl Host for CallState {
         fold_case: bool,
     ) -> Vec<Option<Content>> {
         let cap = file_cap(max_size, self.limiter.max);
-        let Files { roots, needles: last } = &mut self.files;
+        let Files {
+            roots, needles: last, ..
+        } = &mut self.files;
         read_answer(
             roots,
             paths,
@@ -250,13 +267,20 @@ impl Host for CallState {
 
 impl CallState {
     /// The entries of the directory at `path`, sorted by name: through the
-    /// session's warm tree, shared with it when kept there.
-    fn listing(&self, path: &str) -> Result<std::sync::Arc<Vec<Entry>>, String> {
+    /// session's warm tree, shared with it when kept there. A walk's start
+    /// may have the tree list the directories above it.
+    fn listing(&mut self, path: &str) -> Result<std::sync::Arc<Vec<Entry>>, String> {
         let dir = Path::new(path);
         let (root, relative) = dir_beneath(&self.files.roots, dir)?;
+        let start = std::mem::take(&mut self.files.walk_start);
+        let open_above = |above: &Path| {
+            let (_, relative) = dir_beneath(std::slice::from_ref(root), above)?;
+            open_listable(root, relative)
+        };
+        let above: Option<&warm::OpenAbove> = if start { Some(&open_above) } else { None };
         self.session
             .warm_tree()
-            .list(root, dir, || open_listable(root, relative), list_opened)
+            .list(root, dir, || open_listable(root, relative), list_opened, above)
     }
 }
 

@@ -4,7 +4,12 @@
 //!
 //! A directory is watched and kept from its second listing in the session:
 //! a session's first search pays nothing for the tree (watching costs a few
-//! system calls per directory), a search that repeats one builds it.
+//! system calls per directory), a search that repeats one builds it. A
+//! walk that starts below the root (grep or glob with a `path`, list_dir of
+//! a subdirectory: the first listing of a call's own instance) lists the
+//! directories above its start as well, when the start is listed again and
+//! they are not kept: a directory is kept only under kept parents, so
+//! without them its repeated searches would never be.
 //!
 //! Only what a fresh `list-dir` would answer is ever served. A listing is
 //! kept only
@@ -66,6 +71,11 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU8, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// Directories above a walk's start listed at most to keep it
+/// ([`WarmTree::keep_above`]); a start deeper below unkept ones is listed
+/// afresh each time.
+const MAX_CLIMB: usize = 64;
 
 /// Entries the warm tree keeps at most, over all its directories (about
 /// 16 MiB of names for typical source trees); past it, `list-dir` reads the
@@ -276,6 +286,10 @@ enum WatchStep {
     Not,
 }
 
+/// Opens a directory of the root a listing is asked in, for the
+/// directories above a walk's start ([`WarmTree::list`]).
+pub(super) type OpenAbove<'a> = dyn Fn(&Path) -> Result<std::fs::File, String> + 'a;
+
 /// What a lookup found for a directory.
 enum Lookup {
     /// Its kept listing.
@@ -288,6 +302,17 @@ enum Lookup {
     /// It may be kept: watch it, read it, keep it if its parent's record
     /// still has this stamp.
     Watch { parent_stamp: Option<u64> },
+    /// It may be kept once its parent is: listed again, but its parent's
+    /// listing is not kept.
+    ParentUnkept,
+}
+
+/// Whether a directory's listing may be kept ([`Watched::may_keep`]).
+enum MayKeep {
+    Yes,
+    No,
+    /// Not while its parent's listing is not kept.
+    OnceParentIs,
 }
 
 /// A watched directory: its watch, the directory it watches, its listing if
@@ -305,22 +330,34 @@ impl WarmTree {
     /// is kept there, else `open`ed beneath the root, `read`, and kept when
     /// it may be. Shared, not copied: each form of `list-dir` copies it
     /// into its own answer.
+    ///
+    /// With `open_above` (where a walk starts: the first listing of a
+    /// call's own instance), a directory listed again whose parent's
+    /// listing is not kept has the directories above it listed first, from
+    /// the highest one not kept down, so that it and they are kept
+    /// ([`WarmTree::keep_above`]).
     pub fn list(
         &self,
         root: &FilesRoot,
         dir: &Path,
         open: impl FnOnce() -> Result<std::fs::File, String>,
         read: impl FnOnce(std::fs::File) -> Result<Vec<Entry>, String>,
+        open_above: Option<&OpenAbove>,
     ) -> Result<Arc<Vec<Entry>>, String> {
         let Some(parent) = real_parent(root, dir) else {
             return read(open()?).map(Arc::new);
         };
-        let parent_stamp = match self.look_up(root, dir, parent.as_deref()) {
+        let mut lookup = self.look_up(root, dir, parent.as_deref());
+        if let (Lookup::ParentUnkept, Some(open_above), Some(parent)) = (&lookup, open_above, &parent) {
+            self.keep_above(root, parent, open_above);
+            lookup = self.look_up(root, dir, Some(parent.as_path()));
+        }
+        let parent_stamp = match lookup {
             Lookup::Kept(listing) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
                 return Ok(listing);
             }
-            Lookup::Read => return read(open()?).map(Arc::new),
+            Lookup::Read | Lookup::ParentUnkept => return read(open()?).map(Arc::new),
             Lookup::FirstSight => {
                 let opened = open()?;
                 self.saw(dir);
@@ -378,6 +415,47 @@ impl WarmTree {
         Ok(listing)
     }
 
+    /// Lists `parent`, the parent of a directory listed again, and the
+    /// directories above it that are not kept, from the highest down, each
+    /// as a directory seen before (a search below it repeats), so that they
+    /// are kept ([`Watched::climb`]). It stops at the first that may not be
+    /// kept once those above it are, or was not: a tree that cannot be kept
+    /// costs a call at most one listing more.
+    fn keep_above(&self, root: &FilesRoot, parent: &Path, open_above: &OpenAbove) {
+        let climb = match self.drained().watched.as_ref() {
+            Some(watched) => watched.climb(root, parent),
+            None => return,
+        };
+        for dir in climb {
+            {
+                let state = self.inner.lock().unwrap();
+                let Some(watched) = state.watched.as_ref() else { return };
+                if watched.is_kept(&dir) {
+                    continue;
+                }
+                // What the listing above says of it now: a directory
+                // swapped for a symlink is not listed through it.
+                let Some(above) = real_parent(root, &dir) else { return };
+                if !matches!(watched.may_keep(&dir, above.as_deref()), MayKeep::Yes) {
+                    return;
+                }
+            }
+            let new = self.saw(&dir);
+            if self
+                .list(root, &dir, || open_above(&dir), super::list_opened, None)
+                .is_err()
+                && new
+            {
+                // Remembered only if it could be listed.
+                self.unsee(&dir);
+            }
+            let state = self.inner.lock().unwrap();
+            if !state.watched.as_ref().is_some_and(|watched| watched.is_kept(&dir)) {
+                return;
+            }
+        }
+    }
+
     /// The tree's state, locked, every event pending before this call read.
     /// The queues are polled outside the lock, so the lock is held for no
     /// system call when nothing is pending: the workers of a warm walk look
@@ -428,8 +506,10 @@ impl WarmTree {
         if !seen.contains(dir.as_os_str()) {
             return Lookup::FirstSight;
         }
-        if !watched.may_keep(dir, parent) {
-            return Lookup::Read;
+        match watched.may_keep(dir, parent) {
+            MayKeep::Yes => {}
+            MayKeep::No => return Lookup::Read,
+            MayKeep::OnceParentIs => return Lookup::ParentUnkept,
         }
         // The parent's record as it is now, when this directory is found
         // listed in it: any event in the parent from now on (a swap of this
@@ -440,15 +520,26 @@ impl WarmTree {
         }
     }
 
-    /// Remembers that `dir` was listed, within the bounds.
-    fn saw(&self, dir: &Path) {
+    /// Remembers that `dir` was listed, within the bounds; whether it was
+    /// not remembered before.
+    fn saw(&self, dir: &Path) -> bool {
         let mut state = self.inner.lock().unwrap();
         let bytes = dir.as_os_str().len();
-        if state.seen.len() < MAX_ENTRIES
+        let new = state.seen.len() < MAX_ENTRIES
             && state.seen_bytes + bytes <= MAX_KEPT_PATH_BYTES
-            && state.seen.insert(dir.as_os_str().to_owned())
-        {
+            && state.seen.insert(dir.as_os_str().to_owned());
+        if new {
             state.seen_bytes += bytes;
+        }
+        new
+    }
+
+    /// Forgets that `dir` was listed: it was remembered before it was
+    /// listed, and could not be.
+    fn unsee(&self, dir: &Path) {
+        let mut state = self.inner.lock().unwrap();
+        if state.seen.remove(dir.as_os_str()) {
+            state.seen_bytes -= dir.as_os_str().len();
         }
     }
 
@@ -538,30 +629,80 @@ impl Watched {
         self.roots.insert(at.as_os_str().to_owned(), now);
     }
 
+    /// The directories to list, from the highest down, so that the
+    /// directory below `parent` may be kept: `parent` and each directory
+    /// above it whose listing is not kept, up to the root or one whose
+    /// parent's kept listing names it. Empty when, as far as the tree
+    /// knows, one of them may not be kept (not a real path, or no room for
+    /// them all) or they are more than [`MAX_CLIMB`].
+    fn climb(&self, root: &FilesRoot, parent: &Path) -> Vec<PathBuf> {
+        let mut climb = Vec::new();
+        let mut at = parent.to_path_buf();
+        loop {
+            if climb.len() == MAX_CLIMB {
+                return Vec::new();
+            }
+            let Some(above) = real_parent(root, &at) else {
+                return Vec::new();
+            };
+            match self.may_keep(&at, above.as_deref()) {
+                MayKeep::No => return Vec::new(),
+                MayKeep::Yes => {
+                    climb.push(at);
+                    break;
+                }
+                // Its parent is not kept either: climb on.
+                MayKeep::OnceParentIs => {
+                    climb.push(at);
+                    let Some(above) = above else { return Vec::new() };
+                    at = above;
+                }
+            }
+        }
+        // Room for a watch of each not watched yet, the start's too.
+        let unwatched: Vec<&PathBuf> = climb
+            .iter()
+            .filter(|dir| !self.dirs.contains_key(dir.as_os_str()))
+            .collect();
+        let bytes: usize = unwatched.iter().map(|dir| 2 * dir.as_os_str().len()).sum();
+        if self.dirs.len() + unwatched.len() >= self.max_watches
+            || self.entries + unwatched.len() >= MAX_ENTRIES
+            || self.path_bytes + bytes > MAX_KEPT_PATH_BYTES
+        {
+            return Vec::new();
+        }
+        climb.reverse();
+        climb
+    }
+
+    /// Whether `dir`'s listing is kept.
+    fn is_kept(&self, dir: &Path) -> bool {
+        self.dirs.get(dir.as_os_str()).is_some_and(|d| d.listing.is_some())
+    }
+
     /// Whether `dir`'s listing may be kept: it is a real path (see the
     /// module's documentation) and there is room.
-    fn may_keep(&self, dir: &Path, parent: Option<&Path>) -> bool {
+    fn may_keep(&self, dir: &Path, parent: Option<&Path>) -> MayKeep {
         if self.entries >= MAX_ENTRIES {
-            return false;
+            return MayKeep::No;
         }
-        let Some(parent) = parent else { return true };
+        let Some(parent) = parent else { return MayKeep::Yes };
         // Names are compared as the listing holds them, decoded; a name
         // with U+FFFD may stand for another (undecodable) one.
         let Some(name) = dir.file_name().and_then(|n| n.to_str()) else {
-            return false;
+            return MayKeep::No;
         };
         if name.contains(char::REPLACEMENT_CHARACTER) {
-            return false;
+            return MayKeep::No;
         }
+        let Some(listing) = self.dirs.get(parent.as_os_str()).and_then(|p| p.listing.as_ref()) else {
+            return MayKeep::OnceParentIs;
+        };
         // Listings are sorted by name (`list_opened`).
-        self.dirs
-            .get(parent.as_os_str())
-            .and_then(|p| p.listing.as_ref())
-            .and_then(|listing| {
-                let at = listing.binary_search_by(|e| e.name.as_str().cmp(name)).ok()?;
-                Some(matches!(listing[at].kind, Kind::Directory))
-            })
-            .unwrap_or(false)
+        match listing.binary_search_by(|e| e.name.as_str().cmp(name)) {
+            Ok(at) if matches!(listing[at].kind, Kind::Directory) => MayKeep::Yes,
+            _ => MayKeep::No,
+        }
     }
 
     /// What watching `dir` (opened, with `facts`) takes.
@@ -641,7 +782,8 @@ impl Watched {
     fn keep(&mut self, dir: &Path, parent: Option<&Path>, stamp: u64, listing: Arc<Vec<Entry>>) {
         // Names are looked up in a kept listing by binary search.
         let sorted = listing.is_sorted_by(|a, b| a.name < b.name);
-        if !sorted || !self.may_keep(dir, parent) || self.entries + listing.len() > MAX_ENTRIES {
+        let may = matches!(self.may_keep(dir, parent), MayKeep::Yes);
+        if !sorted || !may || self.entries + listing.len() > MAX_ENTRIES {
             return;
         }
         let Some(kept) = self.dirs.get_mut(dir.as_os_str()) else {
@@ -1050,7 +1192,7 @@ mod tests {
             listing
         };
         let mut names: Vec<String> = tree
-            .list(root, dir, open, read)
+            .list(root, dir, open, read, None)
             .unwrap()
             .iter()
             .map(|e| e.name.clone())
@@ -1083,7 +1225,7 @@ mod tests {
         let root = root_at(&at);
         let missing = at.join("missing");
         let open = || std::fs::File::open(&missing).map_err(|e| e.to_string());
-        assert!(tree.list(&root, &missing, open, |_| Ok(Vec::new())).is_err());
+        assert!(tree.list(&root, &missing, open, |_| Ok(Vec::new()), None).is_err());
         assert!(tree.inner.lock().unwrap().seen.is_empty(), "a path that did not open");
         list(&tree, &root, &at, || {});
         assert_eq!(tree.inner.lock().unwrap().seen_bytes, at.as_os_str().len());
@@ -1134,6 +1276,132 @@ mod tests {
         );
     }
 
+    /// A root holding `a/b/c`, its tree, and a lister of `a/b` as a walk's
+    /// start that records the directories it opens above it; `during`
+    /// runs as each opens.
+    struct Climb {
+        _tmp: tempfile::TempDir,
+        at: PathBuf,
+        b: PathBuf,
+        tree: WarmTree,
+        root: FilesRoot,
+        opened: std::cell::RefCell<Vec<PathBuf>>,
+    }
+
+    impl Climb {
+        fn new() -> Climb {
+            let tmp = tempfile::tempdir().unwrap();
+            let at = std::fs::canonicalize(tmp.path()).unwrap();
+            let b = at.join("a/b");
+            std::fs::create_dir_all(b.join("c")).unwrap();
+            let root = root_at(&at);
+            Climb {
+                _tmp: tmp,
+                at,
+                b,
+                tree: WarmTree::default(),
+                root,
+                opened: Default::default(),
+            }
+        }
+
+        fn start(&self, during: &dyn Fn(&Path)) -> Vec<String> {
+            let open_above = |dir: &Path| {
+                self.opened.borrow_mut().push(dir.to_path_buf());
+                during(dir);
+                std::fs::File::open(dir).map_err(|e| e.to_string())
+            };
+            let open = || std::fs::File::open(&self.b).map_err(|e| e.to_string());
+            let listing = self
+                .tree
+                .list(&self.root, &self.b, open, super::super::list_opened, Some(&open_above));
+            listing.unwrap().iter().map(|e| e.name.clone()).collect()
+        }
+    }
+
+    /// A walk that starts at `a/b` and never at the root: its second start
+    /// lists the root and `a` first, once each, and all three are kept; a
+    /// listing that is not a start lists nothing above.
+    #[test]
+    fn a_start_listed_again_has_the_directories_above_it_kept() {
+        let climb = Climb::new();
+        assert_eq!(climb.start(&|_| {}), ["c"]);
+        assert!(climb.opened.borrow().is_empty(), "a first sight lists nothing above");
+        assert_eq!(climb.tree.stats().kept_dirs, 0);
+        assert_eq!(climb.start(&|_| {}), ["c"]);
+        assert_eq!(*climb.opened.borrow(), [climb.at.clone(), climb.at.join("a")]);
+        assert_eq!(climb.tree.stats().kept_dirs, 3, "the root, a and a/b");
+        let hits = climb.tree.stats().hits;
+        assert_eq!(climb.start(&|_| {}), ["c"]);
+        assert_eq!(climb.tree.stats().hits, hits + 1);
+        assert_eq!(climb.opened.borrow().len(), 2, "nothing above is listed once kept");
+
+        // Without `open_above` (not a walk's start), nothing above is listed
+        // and the directory is not kept.
+        let other = WarmTree::default();
+        assert_eq!(list(&other, &climb.root, &climb.b, || {}), ["c"]);
+        assert_eq!(list(&other, &climb.root, &climb.b, || {}), ["c"]);
+        assert_eq!(other.stats().kept_dirs, 0);
+    }
+
+    /// Where there is no room to watch every directory above a start and
+    /// the start itself, a start lists nothing above it.
+    #[test]
+    fn a_tree_without_room_for_the_climb_lists_nothing_above() {
+        let climb = Climb::new();
+        climb.start(&|_| {});
+        // Room for one watch: the root's, not a's nor a/b's.
+        climb.tree.inner.lock().unwrap().watched.as_mut().unwrap().max_watches = 1;
+        for _ in 0..3 {
+            assert_eq!(climb.start(&|_| {}), ["c"]);
+        }
+        assert!(climb.opened.borrow().is_empty());
+        assert_eq!(climb.tree.stats().kept_dirs, 0);
+    }
+
+    /// A directory above a start swapped for a symlink (inside the root)
+    /// is not listed through it by a climb, and nothing below it is kept.
+    #[test]
+    fn a_climb_stops_at_a_symlink() {
+        let climb = Climb::new();
+        climb.start(&|_| {});
+        climb.start(&|_| {});
+        assert_eq!(climb.tree.stats().kept_dirs, 3);
+        std::fs::rename(climb.at.join("a"), climb.at.join("a-real")).unwrap();
+        std::os::unix::fs::symlink("a-real", climb.at.join("a")).unwrap();
+        for _ in 0..2 {
+            assert_eq!(climb.start(&|_| {}), ["c"]);
+        }
+        assert_eq!(
+            *climb.opened.borrow(),
+            [climb.at.clone(), climb.at.join("a"), climb.at.clone()],
+            "after the swap, the root only, once: its listing is kept"
+        );
+        assert_eq!(climb.tree.stats().kept_dirs, 1, "the root");
+    }
+
+    /// A climb whose directory is swapped as it opens keeps neither it nor
+    /// the start: the start's answer, and the next, are the new one's.
+    #[test]
+    fn a_directory_swapped_as_a_climb_opens_it_is_not_kept() {
+        let climb = Climb::new();
+        climb.start(&|_| {});
+        let swap = |dir: &Path| {
+            if dir == climb.at.join("a") {
+                std::fs::rename(climb.at.join("a"), climb.at.join("a-old")).unwrap();
+                std::fs::create_dir_all(climb.b.join("new")).unwrap();
+            }
+        };
+        assert_eq!(climb.start(&swap), ["new"]);
+        assert_eq!(climb.tree.stats().kept_dirs, 0, "the rename dropped the root's listing");
+        assert_eq!(climb.start(&|_| {}), ["new"]);
+        std::fs::remove_dir_all(climb.at.join("a")).unwrap();
+        std::fs::rename(climb.at.join("a-old"), climb.at.join("a")).unwrap();
+        assert_eq!(climb.start(&|_| {}), ["c"]);
+        assert_eq!(climb.start(&|_| {}), ["c"]);
+        assert_eq!(climb.tree.stats().kept_dirs, 3, "kept again once the tree holds still");
+    }
+
     #[test]
     fn a_directory_swapped_between_its_open_and_its_watch_is_not_kept() {
         let (_tmp, at, d, tree, root) = kept_root_and_seen_d();
@@ -1145,7 +1413,7 @@ mod tests {
             assert_eq!(list(&tree, &root, &at, || {}), ["d", "d-aside"]);
             opened
         };
-        let listing = tree.list(&root, &d, open, super::super::list_opened).unwrap();
+        let listing = tree.list(&root, &d, open, super::super::list_opened, None).unwrap();
         assert_eq!(listing.len(), 1);
         assert_eq!(listing[0].name, "old", "the read was of the old directory");
         assert_eq!(list(&tree, &root, &d, || {}), ["new"], "but that is not what is kept");

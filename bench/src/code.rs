@@ -272,6 +272,8 @@ fn corpus(report: &mut Report, name: &str, root: &Path, peers: &Peers, iota_host
     });
     report.row("glob", time, "yoagent list_files", Some(yo));
 
+    below_root_rows(report, &ours, root, peers);
+
     // list_dir on the widest directory of the corpus.
     let (dir, entries) = tree::widest_dir(root);
     let rel = dir.strip_prefix(root).unwrap().to_string_lossy().into_owned();
@@ -318,6 +320,47 @@ fn corpus(report: &mut Report, name: &str, root: &Path, peers: &Peers, iota_host
         ("fd", peers.fd),
         &["-uu", "-g", GLOB, "."],
     );
+}
+
+/// grep and glob with a `path`: the largest directory right below the root,
+/// in a session whose searches all start there (the tree keeps the
+/// directories above it only by listing them itself), against the peers
+/// run in that directory.
+fn below_root_rows(report: &mut Report, ours: &Component, root: &Path, peers: &Peers) {
+    let (dir, files) = tree::largest_child(root);
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let rows = [
+        (
+            "grep, literal",
+            json!({ "pattern": LITERAL, "path": name }),
+            peers.rg,
+            vec!["-uu", "-n", "--no-heading", "-e", LITERAL, "."],
+        ),
+        (
+            "glob",
+            json!({ "pattern": GLOB, "path": name }),
+            peers.fd,
+            vec!["-uu", "-g", GLOB, "."],
+        ),
+    ];
+    for (label, args, peer, peer_args) in rows {
+        let tool = label.split(',').next().unwrap();
+        let label = format!("{label}, below one directory ({files} files)");
+        let peer_name = format!("{} in it", peer.unwrap_or("peer"));
+        let peer = peer_time(peer, &peer_args, &dir);
+        let time = median(RUNS, || {
+            ours.call(tool, &args);
+        });
+        report.row(&label, time, &peer_name, peer);
+        let session = ours.host.session();
+        let call = || Component::checked(tool, session.call(tool, args.clone()));
+        call();
+        call();
+        let again = median(RUNS, || {
+            call();
+        });
+        report.row(&format!("{label}, repeated in a session"), again, &peer_name, peer);
+    }
 }
 
 /// `iota-host call TOOL ARGS` as one process, against the peer's command

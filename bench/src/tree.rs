@@ -67,6 +67,19 @@ pub fn total_size(root: &Path) -> u64 {
     n
 }
 
+/// The directory right below `root` with the most files under it, and how
+/// many.
+pub fn largest_child(root: &Path) -> (PathBuf, usize) {
+    std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| (e.path(), count_files(&e.path())))
+        .max_by_key(|(_, files)| *files)
+        .unwrap_or((root.to_path_buf(), 0))
+}
+
 /// The directory with the most entries, and how many.
 pub fn widest_dir(root: &Path) -> (PathBuf, usize) {
     let mut widest = (root.to_path_buf(), 0);

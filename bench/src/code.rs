@@ -322,13 +322,13 @@ fn corpus(report: &mut Report, name: &str, root: &Path, peers: &Peers, iota_host
     );
 }
 
-/// grep and glob with a `path`: the largest directory right below the root,
-/// in a session whose searches all start there (the tree keeps the
+/// grep and glob with a `path`: the largest part of the tree
+/// ([`tree::largest_part`]), in a session whose searches all start there (the tree keeps the
 /// directories above it only by listing them itself), against the peers
 /// run in that directory.
 fn below_root_rows(report: &mut Report, ours: &Component, root: &Path, peers: &Peers) {
-    let (dir, files) = tree::largest_child(root);
-    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let (dir, files) = tree::largest_part(root);
+    let name = dir.strip_prefix(root).unwrap().to_string_lossy().into_owned();
     let rows = [
         (
             "grep, literal",

@@ -67,17 +67,26 @@ pub fn total_size(root: &Path) -> u64 {
     n
 }
 
-/// The directory right below `root` with the most files under it, and how
-/// many.
-pub fn largest_child(root: &Path) -> (PathBuf, usize) {
-    std::fs::read_dir(root)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .map(|e| (e.path(), count_files(&e.path())))
-        .max_by_key(|(_, files)| *files)
-        .unwrap_or((root.to_path_buf(), 0))
+/// The directory with the most files under it that holds at most half of
+/// `root`'s (found by going down, from `root`, into the child with the
+/// most), and how many: a part of the tree, not the whole under another name.
+pub fn largest_part(root: &Path) -> (PathBuf, usize) {
+    let half = count_files(root) / 2;
+    let mut at = root.to_path_buf();
+    loop {
+        let largest = std::fs::read_dir(&at)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .map(|e| (e.path(), count_files(&e.path())))
+            .max_by_key(|(_, files)| *files);
+        match largest {
+            Some((dir, files)) if files > half => at = dir,
+            Some(part) => return part,
+            None => return (at, 0),
+        }
+    }
 }
 
 /// The directory with the most entries, and how many.

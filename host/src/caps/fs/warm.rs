@@ -665,10 +665,7 @@ impl Watched {
             .filter(|dir| !self.dirs.contains_key(dir.as_os_str()))
             .collect();
         let bytes: usize = unwatched.iter().map(|dir| 2 * dir.as_os_str().len()).sum();
-        if self.dirs.len() + unwatched.len() >= self.max_watches
-            || self.entries + unwatched.len() >= MAX_ENTRIES
-            || self.path_bytes + bytes > MAX_KEPT_PATH_BYTES
-        {
+        if !self.has_room_for_watches(unwatched.len() + 1, bytes) {
             return Vec::new();
         }
         climb.reverse();
@@ -721,9 +718,15 @@ impl Watched {
 
     /// Whether one more directory may be watched at `dir`.
     fn has_room_for(&self, dir: &Path) -> bool {
-        self.dirs.len() < self.max_watches
-            && self.entries < MAX_ENTRIES
-            && self.path_bytes + 2 * dir.as_os_str().len() <= MAX_KEPT_PATH_BYTES
+        self.has_room_for_watches(1, 2 * dir.as_os_str().len())
+    }
+
+    /// Whether `watches` more directories may be watched, their paths
+    /// taking `path_bytes` more.
+    fn has_room_for_watches(&self, watches: usize, path_bytes: usize) -> bool {
+        self.dirs.len() + watches <= self.max_watches
+            && self.entries + watches <= MAX_ENTRIES
+            && self.path_bytes + path_bytes <= MAX_KEPT_PATH_BYTES
     }
 
     /// Records the watch `wd`, just added through the opened directory

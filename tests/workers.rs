@@ -121,3 +121,64 @@ fn glob_over_many_pieces_sorts_newest_first_with_ties_in_walk_order() {
     expected.push("[showing the 200 newest of 300 matches; narrow the pattern to see the rest]".into());
     support::assert_ok(&r, &expected.join("\n"));
 }
+
+#[test]
+fn a_piece_past_its_time_is_finished_by_pieces_of_its_rest_in_walk_order() {
+    // Seventy top directories, so the walk is cut as it stands: d01 holds
+    // 20,000 files two levels down, far more than a task gets through in
+    // its time, so that task hands back the rest of its walk.
+    let tree = |deep_dirs: usize| {
+        let p = Project::new();
+        for d in 0..70 {
+            p.write(&format!("d{d:02}/f.txt"), format!("hit top {d}\n"));
+        }
+        for d in 0..deep_dirs {
+            for f in 0..100 {
+                let text = if f == 50 && d % 10 == 0 {
+                    format!("hit deep {d}\n")
+                } else {
+                    "nothing\n".to_string()
+                };
+                let path = p.write(&format!("d01/x/d{d:03}/f{f:03}.txt"), text);
+                if f == 50 {
+                    support::set_mtime(&path, 1_000_000);
+                }
+            }
+        }
+        p
+    };
+    let tasks_of = |p: &Project, tool: &str, args: serde_json::Value| {
+        let host = support::LibraryHost::new(p);
+        let r = host.call(tool, args);
+        (r, host.worker_tasks())
+    };
+    let small = tree(1);
+    let (_, small_grep) = tasks_of(&small, "grep", json!({"pattern": "hit"}));
+    let (_, small_glob) = tasks_of(&small, "glob", json!({"pattern": "f050.txt"}));
+
+    let p = tree(200);
+    let (r, tasks) = tasks_of(&p, "grep", json!({"pattern": "hit"}));
+    let mut expected = vec![
+        "d00/f.txt:1: hit top 0".to_string(),
+        "d01/f.txt:1: hit top 1".to_string(),
+    ];
+    expected.extend(
+        (0..200)
+            .step_by(10)
+            .map(|d| format!("d01/x/d{d:03}/f050.txt:1: hit deep {d}")),
+    );
+    expected.extend((2..70).map(|d| format!("d{d:02}/f.txt:1: hit top {d}")));
+    support::assert_ok(&r, &expected.join("\n"));
+    assert!(
+        tasks > small_grep,
+        "no rest was handed back: {tasks} tasks, as many as without the large piece"
+    );
+
+    let (r, tasks) = tasks_of(&p, "glob", json!({"pattern": "f050.txt"}));
+    let expected: Vec<String> = (0..200).map(|d| format!("d01/x/d{d:03}/f050.txt")).collect();
+    support::assert_ok(&r, &expected.join("\n"));
+    assert!(
+        tasks > small_glob,
+        "no rest was handed back: {tasks} tasks, as many as without the large piece"
+    );
+}

@@ -69,6 +69,11 @@ pub mod internals {
     pub use crate::shell::seccomp::filter_fds;
     pub use crate::toolset::Toolset;
 
+    /// Worker tasks `session`'s calls have submitted so far.
+    pub fn worker_tasks(session: &crate::HostSession) -> u64 {
+        session.session.tasks()
+    }
+
     /// What `session`'s warm tree holds and has served.
     pub fn warm_tree(session: &crate::HostSession) -> WarmStats {
         session.session.warm_tree().stats()

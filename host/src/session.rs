@@ -21,6 +21,8 @@ pub struct Session {
     foreground: Mutex<Vec<std::sync::Weak<Running>>>,
     sandboxed: Mutex<Vec<std::sync::Weak<Running>>>,
     cancellations: AtomicU64,
+    /// Worker tasks the session's calls have submitted (`caps/workers.rs`).
+    tasks: AtomicU64,
     warm_tree: crate::caps::fs::WarmTree,
 }
 
@@ -98,6 +100,7 @@ impl Default for Session {
             foreground: Mutex::default(),
             sandboxed: Mutex::default(),
             cancellations: AtomicU64::new(0),
+            tasks: AtomicU64::new(0),
             warm_tree: crate::caps::fs::WarmTree::default(),
         }
     }
@@ -205,6 +208,16 @@ impl Session {
     /// this move while it runs was cancelled.
     pub fn cancellations(&self) -> u64 {
         self.cancellations.load(Ordering::SeqCst)
+    }
+
+    /// Counts a worker task one of the session's calls submitted.
+    pub fn count_task(&self) {
+        self.tasks.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Worker tasks the session's calls have submitted so far.
+    pub fn tasks(&self) -> u64 {
+        self.tasks.load(Ordering::Relaxed)
     }
 
     /// The session's private directory, mounted as /tmp inside the sandbox

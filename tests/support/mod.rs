@@ -300,6 +300,11 @@ impl LibraryHost {
         }
     }
 
+    /// Worker tasks the session's calls have submitted so far.
+    pub fn worker_tasks(&self) -> u64 {
+        iota_host::internals::worker_tasks(&self.session)
+    }
+
     /// What the session's warm tree holds and has served.
     pub fn warm_tree(&self) -> iota_host::internals::WarmStats {
         iota_host::internals::warm_tree(&self.session)

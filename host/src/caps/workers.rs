@@ -35,6 +35,12 @@ pub const MAX_HELD: usize = 64 << 20;
 /// Worker threads one call may use at most.
 const MAX_THREADS: usize = 8;
 
+/// How long a worker thread with nothing to do waits for the call's next
+/// task before it ends: a caller that answers a piece and submits the rest
+/// of it finds the thread and its instance still there, rather than paying
+/// for new ones (an instance and its compiled search each time).
+const LINGER: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// One call's tasks.
 pub struct Workers {
     shared: Arc<Shared>,
@@ -166,6 +172,8 @@ impl Drop for Workers {
     fn drop(&mut self) {
         self.shared.abandoned.store(true, Ordering::Relaxed);
         self.shared.lock().queue.clear();
+        // Idle threads stop now rather than at the end of their linger.
+        self.shared.changed.notify_all();
     }
 }
 
@@ -174,16 +182,32 @@ impl Shared {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// A worker thread: runs queued tasks until there are none.
+    /// The next queued task, waited for up to [`LINGER`]; `None` (and the
+    /// thread no longer counted) once there is none or the call is over.
+    fn next_task(&self) -> Option<(u64, String, String)> {
+        let mut state = self.lock();
+        let idle_since = std::time::Instant::now();
+        loop {
+            if let Some(task) = state.queue.pop_front() {
+                return Some(task);
+            }
+            let idle = idle_since.elapsed();
+            if self.abandoned.load(Ordering::Relaxed) || idle >= LINGER {
+                state.threads -= 1;
+                return None;
+            }
+            state = self
+                .changed
+                .wait_timeout(state, LINGER - idle)
+                .unwrap_or_else(|e| e.into_inner())
+                .0;
+        }
+    }
+
+    /// A worker thread: runs queued tasks until there are none for a while.
     fn work(&self) {
         let mut worker = (self.new_worker)(&self.abandoned);
-        loop {
-            let mut state = self.lock();
-            let Some((id, tool, input)) = state.queue.pop_front() else {
-                state.threads -= 1;
-                return;
-            };
-            drop(state);
+        while let Some((id, tool, input)) = self.next_task() {
             let result = if self.abandoned.load(Ordering::Relaxed) {
                 Err("abandoned".to_string())
             } else {
@@ -221,10 +245,14 @@ fn held_by(result: &Result<String, String>) -> usize {
 
 impl Host for CallState {
     fn submit(&mut self, tool: String, input: String) -> Result<u64, String> {
-        match &self.workers {
+        let submitted = match &self.workers {
             Ok(workers) => workers.submit(tool, input),
             Err(why) => Err(why.to_string()),
+        };
+        if submitted.is_ok() {
+            self.session.count_task();
         }
+        submitted
     }
 
     fn wait(&mut self, task: u64) -> wasmtime::Result<Result<String, String>> {

@@ -7,73 +7,142 @@
 //! has enough; tasks still running are abandoned when the call returns.
 //! Where there are no workers (natively, or refused) the caller computes the
 //! same answer itself.
+//!
+//! Pieces are cut before anything below them is known, so one can hold a
+//! quarter of the work (a crate of generated sources among small ones). A
+//! task stops after [`PIECE_TIME`] and answers with what it found and the
+//! rest of its walk, which the caller cuts again and submits ahead of the
+//! pieces after it: no core waits long behind one large piece.
 
 use iota_toolset::{ToolResult, workers};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::collections::VecDeque;
+use std::time::{Duration, Instant};
 
-/// Tasks submitted and not yet taken: all of them, up to the host's bound.
-/// Workers take tasks in the order they were submitted and the answers are
-/// taken in that order too, so a search its caps stop early wastes no more
-/// than the pieces running at that moment; a smaller window would leave a
-/// core idle behind one large piece.
-const IN_FLIGHT: usize = 64;
+/// Tasks of the first cut submitted and not yet taken. Workers take tasks
+/// in the order they were submitted and the answers are taken in that
+/// order too, so a search its caps stop early wastes no more than the
+/// pieces running at that moment. The host's bound leaves as many again for
+/// the pieces of rests, which are submitted at once.
+const WINDOW: usize = 32;
+
+/// Tasks outstanding at most: the host's bound (`MAX_OUTSTANDING`).
+const MAX_TASKS: usize = 64;
+
+/// How long a task works on one piece before it hands back the rest:
+/// long against a task's round trip (tens of microseconds), short against
+/// a search.
+pub const PIECE_TIME: Duration = Duration::from_millis(5);
+
+/// How much of a piece one answer may cover.
+#[derive(Clone, Copy)]
+pub struct Budget(Option<Instant>);
+
+impl Budget {
+    /// The whole piece: the caller answering itself has no one to share with.
+    pub fn whole() -> Budget {
+        Budget(None)
+    }
+
+    /// [`PIECE_TIME`] from now.
+    fn for_task() -> Budget {
+        Budget(Some(Instant::now() + PIECE_TIME))
+    }
+
+    /// Whether the time is up: the rest of the piece goes back.
+    pub fn spent(&self) -> bool {
+        self.0.is_some_and(|deadline| Instant::now() >= deadline)
+    }
+}
+
+/// One piece in walk order: submitted as a task, or still waiting.
+enum Slot<P> {
+    Task(u64),
+    Waiting(P),
+}
+
+/// The order answers are taken in, and the tasks outstanding.
+struct Queue<'a, P> {
+    tool: &'a str,
+    slots: VecDeque<Slot<P>>,
+    tasks: usize,
+    /// False once the host refused a task: the rest is answered here.
+    parallel: bool,
+}
+
+impl<P: Serialize> Queue<'_, P> {
+    /// Submits the waiting pieces among the first `among` slots, in order,
+    /// while fewer than `up_to` tasks are outstanding.
+    fn submit(&mut self, among: usize, up_to: usize) -> Result<(), String> {
+        for slot in self.slots.iter_mut().take(among) {
+            if !self.parallel || self.tasks >= up_to {
+                break;
+            }
+            let Slot::Waiting(piece) = slot else { continue };
+            let input = serde_json::to_string(piece).map_err(|e| e.to_string())?;
+            match workers::submit(self.tool, &input) {
+                Ok(task) => {
+                    *slot = Slot::Task(task);
+                    self.tasks += 1;
+                }
+                Err(_) => self.parallel = false,
+            }
+        }
+        Ok(())
+    }
+}
 
 /// Answers every piece in order, by a task of `tool` or by `local`, and
-/// hands each answer to `take` until it returns false.
+/// hands each answer to `take` until it returns false. `rest` takes from a
+/// task's answer the pieces of the walk it left (empty when it finished),
+/// which come next in walk order.
 pub fn in_walk_order<P: Serialize, A: DeserializeOwned>(
     tool: &str,
     pieces: Vec<P>,
     local: impl Fn(P) -> A,
+    rest: impl Fn(&mut A) -> Vec<P>,
     mut take: impl FnMut(A) -> bool,
 ) -> Result<(), String> {
-    let collect = |task: u64| -> Result<A, String> {
-        serde_json::from_str(&workers::wait(task)?).map_err(|e| format!("malformed answer from a {tool} task: {e}"))
+    let mut queue = Queue {
+        tool,
+        slots: pieces.into_iter().map(Slot::Waiting).collect(),
+        tasks: 0,
+        parallel: true,
     };
-    let mut tasks = VecDeque::new();
-    let mut parallel = true;
-    for piece in pieces {
-        if parallel {
-            let input = serde_json::to_string(&piece).map_err(|e| e.to_string())?;
-            match workers::submit(tool, &input) {
-                Ok(task) => {
-                    tasks.push_back(task);
-                    if tasks.len() > IN_FLIGHT {
-                        let oldest = tasks.pop_front().expect("more than IN_FLIGHT tasks");
-                        if !take(collect(oldest)?) {
-                            return Ok(());
-                        }
-                    }
-                    continue;
-                }
-                Err(_) => parallel = false,
+    loop {
+        queue.submit(usize::MAX, WINDOW)?;
+        let mut answer = match queue.slots.pop_front() {
+            None => return Ok(()),
+            Some(Slot::Task(task)) => {
+                queue.tasks -= 1;
+                serde_json::from_str(&workers::wait(task)?)
+                    .map_err(|e| format!("malformed answer from a {tool} task: {e}"))?
             }
-        }
-        // Submitted pieces come first, then this one, here.
-        while let Some(task) = tasks.pop_front() {
-            if !take(collect(task)?) {
-                return Ok(());
-            }
-        }
-        if !take(local(piece)) {
+            Some(Slot::Waiting(piece)) => local(piece),
+        };
+        let left = rest(&mut answer);
+        if !take(answer) {
             return Ok(());
         }
-    }
-    while let Some(task) = tasks.pop_front() {
-        if !take(collect(task)?) {
-            return Ok(());
+        let shared = left.len();
+        for piece in left.into_iter().rev() {
+            queue.slots.push_front(Slot::Waiting(piece));
         }
+        queue.submit(shared, MAX_TASKS)?;
     }
-    Ok(())
 }
 
-/// A worker's side: decodes the piece, computes the answer, returns it as
-/// the result's text.
-pub fn answer<P: DeserializeOwned, A: Serialize>(tool: &str, input: &str, f: impl FnOnce(P) -> A) -> ToolResult {
+/// A worker's side: decodes the piece, computes the answer within a task's
+/// [`Budget`], returns it as the result's text.
+pub fn answer<P: DeserializeOwned, A: Serialize>(
+    tool: &str,
+    input: &str,
+    f: impl FnOnce(P, Budget) -> A,
+) -> ToolResult {
     let outcome = serde_json::from_str::<P>(input)
         .map_err(|e| format!("malformed {tool} input: {e}"))
-        .and_then(|piece| serde_json::to_string(&f(piece)).map_err(|e| e.to_string()));
+        .and_then(|piece| serde_json::to_string(&f(piece, Budget::for_task())).map_err(|e| e.to_string()));
     ToolResult::from_outcome(tool, outcome)
 }
 

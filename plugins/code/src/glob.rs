@@ -62,10 +62,19 @@ fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
     fanout::in_walk_order(
         PIECE,
         pieces,
-        |piece| match_piece(ctx, piece),
-        |matched: Vec<Match>| {
+        |piece| match_piece(ctx, piece, fanout::Budget::whole()),
+        |matched: &mut Matched| {
+            walk::pieces_of_rest(&ctx.jail, std::mem::take(&mut matched.rest), REST_PIECES)
+                .into_iter()
+                .map(|entries| Piece {
+                    pattern: pattern.clone(),
+                    entries,
+                })
+                .collect()
+        },
+        |matched: Matched| {
             let room = CANDIDATES - found.len();
-            found.extend(matched.into_iter().take(room).map(|m| (m.modified_ns, m.rel)));
+            found.extend(matched.matches.into_iter().take(room).map(|m| (m.modified_ns, m.rel)));
             found.len() < CANDIDATES
         },
     )?;
@@ -92,11 +101,26 @@ pub const PIECE: &str = "glob-piece";
 /// Pieces the walk is cut into.
 const PIECES: usize = 64;
 
+/// Pieces the rest of a piece is cut into: enough for every thread the
+/// host may run (`MAX_THREADS`).
+const REST_PIECES: usize = 8;
+
+/// Entries walked between looks at the clock.
+const ENTRIES_PER_LOOK: usize = 256;
+
 /// One piece of a glob for a worker.
 #[derive(Serialize, Deserialize)]
 struct Piece {
     pattern: String,
     entries: Vec<walk::Entry>,
+}
+
+/// What one piece gave: its matches in walk order, and the part of the
+/// piece its budget left unwalked.
+#[derive(Serialize, Deserialize)]
+struct Matched {
+    matches: Vec<Match>,
+    rest: Vec<walk::Entry>,
 }
 
 /// A matching file: its root-relative path and modification time.
@@ -109,19 +133,31 @@ struct Match {
 
 /// Runs one piece in a worker instance.
 pub fn run_piece(ctx: &Ctx, input: &str) -> ToolResult {
-    fanout::answer(PIECE, input, |piece| match_piece(ctx, piece))
+    fanout::answer(PIECE, input, |piece, budget| match_piece(ctx, piece, budget))
 }
 
-/// The files of one piece that match, in walk order, at most [`CANDIDATES`].
-fn match_piece(ctx: &Ctx, piece: Piece) -> Vec<Match> {
+/// The files of one piece that match, in walk order, at most [`CANDIDATES`],
+/// walked until the budget is spent.
+fn match_piece(ctx: &Ctx, piece: Piece, budget: fanout::Budget) -> Matched {
     let Some(matcher) = LAST.with(|last| last.get(piece.pattern, |p| compile(p).ok())) else {
-        return Vec::new();
+        return Matched {
+            matches: Vec::new(),
+            rest: Vec::new(),
+        };
     };
     let mut found = Vec::new();
+    let mut rest = Vec::new();
     // Regular files are stat'ed after the walk, a directory's matches in one
     // host call: a stat each through WASI was most of a glob's time.
     let mut files_in: HashMap<PathBuf, Vec<(usize, String)>> = HashMap::new();
-    for entry in walk::entries_of(&ctx.jail, piece.entries) {
+    let mut walk = walk::entries_of(&ctx.jail, piece.entries);
+    for walked in 1.. {
+        // Looked at before an entry is taken: a directory taken is listed.
+        if walked % ENTRIES_PER_LOOK == 0 && budget.spent() {
+            rest = walk.into_rest();
+            break;
+        }
+        let Some(entry) = walk.next() else { break };
         if entry.is_dir() {
             continue;
         }
@@ -166,7 +202,7 @@ fn match_piece(ctx: &Ctx, piece: Piece) -> Vec<Match> {
             found[i].modified_ns = stat.map_or(0, |s| s.modified_ns);
         }
     }
-    found
+    Matched { matches: found, rest }
 }
 
 thread_local! {

@@ -108,7 +108,18 @@ fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
     fanout::in_walk_order(
         PIECE,
         pieces,
-        |piece| search_piece(ctx, piece),
+        |piece| search_piece(ctx, piece, fanout::Budget::whole()),
+        |found: &mut Found| {
+            walk::pieces_of_rest(&ctx.jail, std::mem::take(&mut found.rest), REST_PIECES)
+                .into_iter()
+                .map(|entries| Piece {
+                    pattern: pattern.clone(),
+                    context,
+                    include: args.include.clone(),
+                    entries,
+                })
+                .collect()
+        },
         |found| {
             out.replay(found);
             !out.stopped
@@ -125,6 +136,10 @@ pub const PIECE: &str = "grep-piece";
 /// Pieces the walk is cut into.
 const PIECES: usize = 64;
 
+/// Pieces the rest of a piece is cut into: enough for every thread the
+/// host may run (`MAX_THREADS`).
+const REST_PIECES: usize = 8;
+
 /// One piece of a grep for a worker.
 #[derive(Serialize, Deserialize)]
 struct Piece {
@@ -134,21 +149,24 @@ struct Piece {
     entries: Vec<walk::Entry>,
 }
 
-/// What one piece gave: the rows in order, and whether a cap stopped it (an
-/// event past the rows would pass the cap in the caller too).
+/// What one piece gave: the rows in order, whether a cap stopped it (an
+/// event past the rows would pass the cap in the caller too), and the part
+/// of the piece its budget left unsearched.
 #[derive(Default, Serialize, Deserialize)]
 struct Found {
     rows: Vec<(bool, String)>,
     stopped: bool,
+    rest: Vec<walk::Entry>,
 }
 
 /// Runs one piece in a worker instance.
 pub fn run_piece(ctx: &Ctx, input: &str) -> ToolResult {
-    fanout::answer(PIECE, input, |piece| search_piece(ctx, piece))
+    fanout::answer(PIECE, input, |piece, budget| search_piece(ctx, piece, budget))
 }
 
-/// Searches the files of one piece, with the caps of a whole search.
-fn search_piece(ctx: &Ctx, piece: Piece) -> Found {
+/// Searches the files of one piece, with the caps of a whole search, a
+/// batch at a time until the budget is spent.
+fn search_piece(ctx: &Ctx, piece: Piece, budget: fanout::Budget) -> Found {
     let include = piece.include.as_deref().and_then(|i| compile_include(i).ok());
     let search = LAST.with(|last| {
         last.get((piece.pattern, piece.context), |(pattern, context)| {
@@ -168,10 +186,18 @@ fn search_piece(ctx: &Ctx, piece: Piece) -> Found {
         if !search.batch(&batch, &mut out) {
             break;
         }
+        if budget.spent() {
+            return Found {
+                rows: out.rows,
+                stopped: out.stopped,
+                rest: if out.stopped { Vec::new() } else { walk.into_rest() },
+            };
+        }
     }
     Found {
         rows: out.rows,
         stopped: out.stopped,
+        rest: Vec::new(),
     }
 }
 

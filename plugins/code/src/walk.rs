@@ -102,14 +102,22 @@ pub fn root_gitignore(jail: &Jail) -> Gitignore {
 }
 
 /// Every entry a piece covers, in walk order: each entry, and below each
-/// directory its descendants.
-pub fn entries_of(jail: &Jail, mut piece: Vec<Entry>) -> impl Iterator<Item = Entry> {
-    for entry in &mut piece {
-        entry.relative_start = jail.relative_start(entry.path());
-    }
+/// directory its descendants. What is left when it is dropped early is
+/// [`Walk::into_rest`].
+pub fn entries_of(jail: &Jail, mut piece: Vec<Entry>) -> Walk {
+    known_relative_starts(jail, &mut piece);
     let mut walk = Walk::new(jail);
     walk.stack.push(piece.into_iter());
     walk
+}
+
+/// Where each entry's root-relative form starts, as the jail tells it:
+/// entries that came from elsewhere (a worker's answer, a task's input)
+/// carry none.
+fn known_relative_starts(jail: &Jail, entries: &mut [Entry]) {
+    for entry in entries {
+        entry.relative_start = jail.relative_start(entry.path());
+    }
 }
 
 /// Directories the walk from `start` is opened up to before it is cut into
@@ -123,7 +131,21 @@ const OPEN_DIRS: usize = 64;
 /// share.
 pub fn pieces(jail: &Jail, start: &Path, count: usize) -> Vec<Vec<Entry>> {
     let walk = Walk::new(jail);
-    let mut items = walk.children_of_start(start);
+    let items = walk.children_of_start(start);
+    cut(&walk, items, count)
+}
+
+/// The rest of a piece ([`Walk::into_rest`]) cut again into at most
+/// `count` pieces, as [`pieces`] cuts a walk: a worker that ran out of time
+/// hands its rest back to be shared.
+pub fn pieces_of_rest(jail: &Jail, mut rest: Vec<Entry>, count: usize) -> Vec<Vec<Entry>> {
+    known_relative_starts(jail, &mut rest);
+    cut(&Walk::new(jail), rest, count)
+}
+
+/// `items`, in walk order, cut into at most `count` runs, after opening
+/// directories among them (up to two levels) until there are [`OPEN_DIRS`].
+fn cut(walk: &Walk, mut items: Vec<Entry>, count: usize) -> Vec<Vec<Entry>> {
     for _ in 0..2 {
         if items.iter().filter(|e| e.is_dir()).count() >= OPEN_DIRS {
             break;
@@ -142,14 +164,22 @@ pub fn pieces(jail: &Jail, start: &Path, count: usize) -> Vec<Vec<Entry>> {
     pieces
 }
 
-/// The directories being walked, innermost last, each with what is left of it.
-struct Walk {
+/// A walk of a piece: the directories being walked, innermost last, each
+/// with what is left of it.
+pub struct Walk {
     gitignore: Gitignore,
     jail: Jail,
     stack: Vec<std::vec::IntoIter<Entry>>,
 }
 
 impl Walk {
+    /// What the walk has not given yet, as a piece: walked with
+    /// [`entries_of`] it gives those entries, in the same order. A
+    /// directory already given is not in it, what is left of it is.
+    pub fn into_rest(self) -> Vec<Entry> {
+        self.stack.into_iter().rev().flatten().collect()
+    }
+
     fn new(jail: &Jail) -> Walk {
         Walk {
             gitignore: root_gitignore(jail),
@@ -308,5 +338,65 @@ mod tests {
         assert_eq!(known("d/e/walked/f/g/h.rs"), Some(false));
         // Every file, and the two directories walked, not opened.
         assert_eq!(walked.len(), 13, "{walked:?}");
+    }
+
+    #[test]
+    fn a_rest_cut_again_gives_what_the_walk_would_have_given() {
+        let root = std::env::temp_dir().join(format!("iota-walk-rest-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        for (dir, files) in [
+            ("a", 3),
+            ("a/b", 2),
+            ("a/b/c", 4),
+            ("a/d", 1),
+            ("e", 0),
+            ("f/g/h", 5),
+            ("i", 2),
+        ] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+            for n in 0..files {
+                std::fs::write(root.join(format!("{dir}/x{n}.rs")), "x").unwrap();
+            }
+        }
+        std::fs::write(root.join("top.rs"), "x").unwrap();
+        std::os::unix::fs::symlink("a", root.join("link")).unwrap();
+        let jail = Jail::new(&root);
+        // What grep and glob look at: everything but directories.
+        let shown = |walk: Walk| -> Vec<String> {
+            walk.filter(|e| !e.is_dir())
+                .map(|e| e.relative(&jail).into_owned())
+                .collect()
+        };
+        let whole: Vec<String> = pieces(&jail, &root, 1)
+            .into_iter()
+            .flat_map(|p| shown(entries_of(&jail, p)))
+            .collect();
+        assert_eq!(whole.len(), 19, "{whole:?}");
+        let piece = walk_all(&jail, &root);
+        let entries = entries_of(&jail, piece.clone()).count();
+        for taken in 0..=entries {
+            let mut walk = entries_of(&jail, piece.clone());
+            let seen: Vec<String> = walk
+                .by_ref()
+                .take(taken)
+                .filter(|e| !e.is_dir())
+                .map(|e| e.relative(&jail).into_owned())
+                .collect();
+            // As a worker's answer carries it: without where relative forms start.
+            let rest: Vec<Entry> = serde_json::from_str(&serde_json::to_string(&walk.into_rest()).unwrap()).unwrap();
+            for count in [1, 3, 8] {
+                let mut again = seen.clone();
+                for cut in pieces_of_rest(&jail, rest.clone(), count) {
+                    again.extend(shown(entries_of(&jail, cut)));
+                }
+                assert_eq!(again, whole, "stopped after {taken} entries, rest in {count}");
+            }
+        }
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    /// The walk from `root` as one piece of its top entries, nothing opened.
+    fn walk_all(jail: &Jail, root: &Path) -> Vec<Entry> {
+        Walk::new(jail).children_of_start(root)
     }
 }

@@ -12,7 +12,7 @@
 //! stop at 100 matches; rg and fd do not).
 
 use crate::report::Report;
-use crate::timing::{median, median_command, mib};
+use crate::timing::{median, median_command, mib, paired, peak_rss, run_timed};
 use crate::tree;
 use iota_host::{Host, HostSession};
 use iota_toolset::jail::Jail;
@@ -178,6 +178,19 @@ impl Yoagent {
     }
 }
 
+/// `ours` against the peer command, paired run by run ([`paired`]); the
+/// peer's time is `None` when it is not installed (ours is then timed alone).
+fn against_peer(ours: impl FnMut(), program: Option<&str>, args: &[&str], cwd: &Path) -> (Duration, Option<Duration>) {
+    let Some(program) = program else {
+        return (median(RUNS, ours), None);
+    };
+    let peer = || {
+        run_timed(Command::new(program).args(args).current_dir(cwd));
+    };
+    let (ours, peer) = paired(RUNS, ours, peer);
+    (ours, Some(peer))
+}
+
 fn peer_time(program: Option<&str>, args: &[&str], cwd: &Path) -> Option<Duration> {
     let program = program?;
     Some(
@@ -199,24 +212,19 @@ fn grep_rows(report: &mut Report, ours: &Component, root: &Path, peers: &Peers, 
         ("grep, ignoring case", IGNORING_CASE),
     ] {
         let args = json!({ "pattern": pattern });
-        let time = median(RUNS, || {
-            ours.call("grep", &args);
-        });
-        let rg = |extra: &[&str]| {
+        let rg_args = |extra: &[&'static str]| {
             let mut rg_args = vec!["-uu", "-n", "--no-heading"];
             rg_args.extend_from_slice(extra);
             rg_args.extend_from_slice(&["-e", pattern, "."]);
-            peer_time(peers.rg, &rg_args, root)
+            rg_args
         };
-        report.row(label, time, "rg -j1", rg(&["-j1"]));
-        let rg2 = rg(&[]);
+        let (time, rg2) = against_peer(|| drop(ours.call("grep", &args)), peers.rg, &rg_args(&[]), root);
+        report.row(label, time, "rg -j1", peer_time(peers.rg, &rg_args(&["-j1"]), root));
         report.row(label, time, "rg (2 threads)", rg2);
         // The session's first search lists, its second watches and keeps.
         ours.call_again("grep", &args);
         ours.call_again("grep", &args);
-        let again = median(RUNS, || {
-            ours.call_again("grep", &args);
-        });
+        let (again, rg2) = against_peer(|| drop(ours.call_again("grep", &args)), peers.rg, &rg_args(&[]), root);
         report.row(&format!("{label}, repeated in a session"), again, "rg (2 threads)", rg2);
         let Some(yoagent) = yoagent else { continue };
         let search = yoagent::tools::SearchTool::new().with_root(root.to_string_lossy());
@@ -250,16 +258,12 @@ fn corpus(report: &mut Report, name: &str, root: &Path, peers: &Peers, iota_host
     );
 
     let args = json!({ "pattern": GLOB });
-    let time = median(RUNS, || {
-        ours.call("glob", &args);
-    });
-    let fd = peer_time(peers.fd, &["-uu", "-g", GLOB, "."], root);
+    let fd_args = ["-uu", "-g", GLOB, "."];
+    let (time, fd) = against_peer(|| drop(ours.call("glob", &args)), peers.fd, &fd_args, root);
     report.row("glob", time, "fd -uu -g", fd);
     ours.call_again("glob", &args);
     ours.call_again("glob", &args);
-    let again = median(RUNS, || {
-        ours.call_again("glob", &args);
-    });
+    let (again, fd) = against_peer(|| drop(ours.call_again("glob", &args)), peers.fd, &fd_args, root);
     report.row("glob, repeated in a session", again, "fd -uu -g", fd);
     report.row(
         "glob",
@@ -347,18 +351,13 @@ fn below_root_rows(report: &mut Report, ours: &Component, root: &Path, peers: &P
         let tool = label.split(',').next().unwrap();
         let label = format!("{label}, below one directory ({files} files)");
         let peer_name = format!("{} in it", peer.unwrap_or("peer"));
-        let peer = peer_time(peer, &peer_args, &dir);
-        let time = median(RUNS, || {
-            ours.call(tool, &args);
-        });
-        report.row(&label, time, &peer_name, peer);
+        let (time, first_peer) = against_peer(|| drop(ours.call(tool, &args)), peer, &peer_args, &dir);
+        report.row(&label, time, &peer_name, first_peer);
         let session = ours.host.session();
         let call = || Component::checked(tool, session.call(tool, args.clone()));
         call();
         call();
-        let again = median(RUNS, || {
-            call();
-        });
+        let (again, peer) = against_peer(|| drop(call()), peer, &peer_args, &dir);
         report.row(&format!("{label}, repeated in a session"), again, &peer_name, peer);
     }
 }
@@ -374,23 +373,28 @@ fn end_to_end(
     (peer_name, peer): (&str, Option<&str>),
     peer_args: &[&str],
 ) {
-    let (time, rss) = median_command(3, || {
+    let ours = || {
         let mut cmd = Command::new(iota_host);
         cmd.arg("--root").arg(root).args(["call", tool, &args.to_string()]);
         cmd
-    });
-    let peer = peer.map(|peer| {
-        median_command(3, || {
-            let mut cmd = Command::new(peer);
-            cmd.args(peer_args).current_dir(root);
-            cmd
-        })
-    });
+    };
+    let (time, peer_time) = against_peer(
+        || {
+            run_timed(&mut ours());
+        },
+        peer,
+        peer_args,
+        root,
+    );
+    let peer_rss = peer.and_then(|peer| peak_rss(Command::new(peer).args(peer_args).current_dir(root)));
     report.row(
-        &format!("`iota-host call {tool}`, end to end (peak RSS {})", mib(rss)),
+        &format!(
+            "`iota-host call {tool}`, end to end (peak RSS {})",
+            mib(peak_rss(&ours()))
+        ),
         time,
-        &format!("{peer_name} (peak RSS {})", mib(peer.and_then(|r| r.1))),
-        peer.map(|r| r.0),
+        &format!("{peer_name} (peak RSS {})", mib(peer_rss)),
+        peer_time,
     );
 }
 

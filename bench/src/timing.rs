@@ -18,6 +18,25 @@ pub fn median(runs: usize, mut f: impl FnMut()) -> Duration {
     times[times.len() / 2]
 }
 
+/// The median wall times of `runs` runs each of `ours` and `peer`, taken
+/// in turn (one of each per round, after a warm-up of each), so that a drift
+/// of the machine — its page cache reclaimed, a busy neighbour — falls on
+/// both sides of a ratio rather than on one.
+pub fn paired(runs: usize, mut ours: impl FnMut(), mut peer: impl FnMut()) -> (Duration, Duration) {
+    ours();
+    peer();
+    let timed = |f: &mut dyn FnMut()| {
+        let start = Instant::now();
+        f();
+        start.elapsed()
+    };
+    let (mut a, mut b): (Vec<Duration>, Vec<Duration>) =
+        (0..runs).map(|_| (timed(&mut ours), timed(&mut peer))).unzip();
+    a.sort();
+    b.sort();
+    (a[a.len() / 2], b[b.len() / 2])
+}
+
 /// `12.3 ms`, or `45.6 µs` below a millisecond.
 pub fn human(d: Duration) -> String {
     if d < Duration::from_millis(1) {

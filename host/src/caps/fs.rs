@@ -496,6 +496,10 @@ fn read_answer(
                 if let Content::Unreadable(why) = &content {
                     carried += why.len() as u64;
                 }
+                if needles.is_none() {
+                    // What a refused file left is not handed to the next.
+                    data = Vec::new();
+                }
                 content
             }
             Ok(()) => {

@@ -112,6 +112,9 @@ pub fn in_walk_order<P: Serialize, A: DeserializeOwned>(
     };
     loop {
         queue.submit(usize::MAX, WINDOW)?;
+        // A piece of a rest left unsubmitted (the host's bound was reached)
+        // is submitted when its turn comes rather than answered here.
+        queue.submit(1, MAX_TASKS)?;
         let mut answer = match queue.slots.pop_front() {
             None => return Ok(()),
             Some(Slot::Task(task)) => {

@@ -3,9 +3,10 @@
 //!
 //! A call that may have workers gets a [`Workers`] queue in its store. Tasks
 //! run on up to one thread per core, started when tasks are queued and gone
-//! once the queue has stayed empty for [`LINGER`] or the call ended; each runs the component's own `invoke` through a
-//! [`Worker`] the toolset builds with the caller's filesystem view, session
-//! and deadline, and nobody to ask (one instance per thread, kept from task
+//! once the queue has stayed empty for [`LINGER`] or the call ended; each
+//! runs the component's own `invoke` through a [`Worker`] the toolset
+//! builds with the caller's filesystem view, session and deadline, and
+//! nobody to ask (one instance per thread, kept from task
 //! to task of the same call). Dropping the queue (the call ended)
 //! abandons what has not started and stops what is running at its next
 //! epoch tick.

@@ -1,8 +1,8 @@
 //! A walk's pieces searched on the host's workers (`iota:toolset/workers`),
 //! their answers taken back in walk order.
 //!
-//! glob and grep cut their walk into pieces ([`crate::walk::pieces`]) and
-//! hand each to a task of an internal tool (undescribed, so the model never
+//! glob and grep have their walk cut into pieces here ([`crate::walk::pieces`])
+//! and each handed to a task of an internal tool (undescribed, so the model never
 //! sees it). The caller takes the answers in piece order and stops when it
 //! has enough; tasks still running are abandoned when the call returns.
 //! Where there are no workers (natively, or refused) the caller computes the
@@ -14,11 +14,21 @@
 //! rest of its walk, which the caller cuts again and submits ahead of the
 //! pieces after it: no core waits long behind one large piece.
 
+use crate::walk;
+use iota_toolset::jail::Jail;
 use iota_toolset::{ToolResult, workers};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::collections::VecDeque;
+use std::path::Path;
 use std::time::{Duration, Instant};
+
+/// Pieces the walk is cut into.
+const PIECES: usize = 64;
+
+/// Pieces the rest of a piece is cut into: enough for every thread the
+/// host may run (`MAX_THREADS`).
+const REST_PIECES: usize = 8;
 
 /// Tasks of the first cut submitted and not yet taken. Workers take tasks
 /// in the order they were submitted and the answers are taken in that
@@ -93,20 +103,32 @@ impl<P: Serialize> Queue<'_, P> {
     }
 }
 
-/// Answers every piece in order, by a task of `tool` or by `local`, and
-/// hands each answer to `take` until it returns false. `rest` takes from a
-/// task's answer the pieces of the walk it left (empty when it finished),
-/// which come next in walk order.
-pub fn in_walk_order<P: Serialize, A: DeserializeOwned>(
+/// A piece's answer, which may leave part of the piece's walk.
+pub trait Answer {
+    /// The entries its budget left unwalked, taken out of it (none when the
+    /// piece was finished).
+    fn take_rest(&mut self) -> Vec<walk::Entry>;
+}
+
+/// Cuts the walk from `start` into pieces (each made a task's input by
+/// `piece_of`), answers every piece in order, by a task of `tool` or by
+/// `local`, and hands each answer to `take` until it returns false. What a
+/// task's answer left of its piece is cut again and comes next in walk
+/// order.
+pub fn in_walk_order<P: Serialize, A: DeserializeOwned + Answer>(
     tool: &str,
-    pieces: Vec<P>,
+    jail: &Jail,
+    start: &Path,
+    piece_of: impl Fn(Vec<walk::Entry>) -> P,
     local: impl Fn(P) -> A,
-    rest: impl Fn(&mut A) -> Vec<P>,
     mut take: impl FnMut(A) -> bool,
 ) -> Result<(), String> {
     let mut queue = Queue {
         tool,
-        slots: pieces.into_iter().map(Slot::Waiting).collect(),
+        slots: walk::pieces(jail, start, PIECES)
+            .into_iter()
+            .map(|entries| Slot::Waiting(piece_of(entries)))
+            .collect(),
         tasks: 0,
         parallel: true,
     };
@@ -124,13 +146,13 @@ pub fn in_walk_order<P: Serialize, A: DeserializeOwned>(
             }
             Some(Slot::Waiting(piece)) => local(piece),
         };
-        let left = rest(&mut answer);
+        let left = walk::pieces_of_rest(jail, answer.take_rest(), REST_PIECES);
         if !take(answer) {
             return Ok(());
         }
         let shared = left.len();
-        for piece in left.into_iter().rev() {
-            queue.slots.push_front(Slot::Waiting(piece));
+        for entries in left.into_iter().rev() {
+            queue.slots.push_front(Slot::Waiting(piece_of(entries)));
         }
         queue.submit(shared, MAX_TASKS)?;
     }

@@ -51,27 +51,16 @@ fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
 
     // Pieces of the walk are matched by workers, their answers joined in
     // walk order up to the candidate cap.
-    let pieces = walk::pieces(&ctx.jail, &start, PIECES)
-        .into_iter()
-        .map(|entries| Piece {
-            pattern: pattern.clone(),
-            entries,
-        })
-        .collect();
     let mut found: Vec<(u64, String)> = Vec::new();
     fanout::in_walk_order(
         PIECE,
-        pieces,
-        |piece| match_piece(ctx, piece, fanout::Budget::whole()),
-        |matched: &mut Matched| {
-            walk::pieces_of_rest(&ctx.jail, std::mem::take(&mut matched.rest), REST_PIECES)
-                .into_iter()
-                .map(|entries| Piece {
-                    pattern: pattern.clone(),
-                    entries,
-                })
-                .collect()
+        &ctx.jail,
+        &start,
+        |entries| Piece {
+            pattern: pattern.clone(),
+            entries,
         },
+        |piece| match_piece(ctx, piece, fanout::Budget::whole()),
         |matched: Matched| {
             let room = CANDIDATES - found.len();
             found.extend(matched.matches.into_iter().take(room).map(|m| (m.modified_ns, m.rel)));
@@ -98,13 +87,6 @@ fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
 /// piece's matches as JSON.
 pub const PIECE: &str = "glob-piece";
 
-/// Pieces the walk is cut into.
-const PIECES: usize = 64;
-
-/// Pieces the rest of a piece is cut into: enough for every thread the
-/// host may run (`MAX_THREADS`).
-const REST_PIECES: usize = 8;
-
 /// Entries walked between looks at the clock.
 const ENTRIES_PER_LOOK: usize = 256;
 
@@ -117,10 +99,16 @@ struct Piece {
 
 /// What one piece gave: its matches in walk order, and the part of the
 /// piece its budget left unwalked.
-#[derive(Serialize, Deserialize)]
+#[derive(Default, Serialize, Deserialize)]
 struct Matched {
     matches: Vec<Match>,
     rest: Vec<walk::Entry>,
+}
+
+impl fanout::Answer for Matched {
+    fn take_rest(&mut self) -> Vec<walk::Entry> {
+        std::mem::take(&mut self.rest)
+    }
 }
 
 /// A matching file: its root-relative path and modification time.
@@ -140,10 +128,7 @@ pub fn run_piece(ctx: &Ctx, input: &str) -> ToolResult {
 /// walked until the budget is spent.
 fn match_piece(ctx: &Ctx, piece: Piece, budget: fanout::Budget) -> Matched {
     let Some(matcher) = LAST.with(|last| last.get(piece.pattern, |p| compile(p).ok())) else {
-        return Matched {
-            matches: Vec::new(),
-            rest: Vec::new(),
-        };
+        return Matched::default();
     };
     let mut found = Vec::new();
     let mut rest = Vec::new();

@@ -95,32 +95,19 @@ fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
     // Pieces of the walk are searched by workers; their rows are replayed
     // here in walk order, so the caps stop the output exactly where a
     // search in one instance would.
-    let pieces = walk::pieces(&ctx.jail, &start, PIECES)
-        .into_iter()
-        .map(|entries| Piece {
+    let mut out = Output::default();
+    fanout::in_walk_order(
+        PIECE,
+        &ctx.jail,
+        &start,
+        |entries| Piece {
             pattern: pattern.clone(),
             context,
             include: args.include.clone(),
             entries,
-        })
-        .collect();
-    let mut out = Output::default();
-    fanout::in_walk_order(
-        PIECE,
-        pieces,
-        |piece| search_piece(ctx, piece, fanout::Budget::whole()),
-        |found: &mut Found| {
-            walk::pieces_of_rest(&ctx.jail, std::mem::take(&mut found.rest), REST_PIECES)
-                .into_iter()
-                .map(|entries| Piece {
-                    pattern: pattern.clone(),
-                    context,
-                    include: args.include.clone(),
-                    entries,
-                })
-                .collect()
         },
-        |found| {
+        |piece| search_piece(ctx, piece, fanout::Budget::whole()),
+        |found: Found| {
             out.replay(found);
             !out.stopped
         },
@@ -132,13 +119,6 @@ fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
 /// so the model never sees it; its arguments are a [`Piece`], its text a
 /// [`Found`] as JSON.
 pub const PIECE: &str = "grep-piece";
-
-/// Pieces the walk is cut into.
-const PIECES: usize = 64;
-
-/// Pieces the rest of a piece is cut into: enough for every thread the
-/// host may run (`MAX_THREADS`).
-const REST_PIECES: usize = 8;
 
 /// One piece of a grep for a worker.
 #[derive(Serialize, Deserialize)]
@@ -159,6 +139,12 @@ struct Found {
     rest: Vec<walk::Entry>,
 }
 
+impl fanout::Answer for Found {
+    fn take_rest(&mut self) -> Vec<walk::Entry> {
+        std::mem::take(&mut self.rest)
+    }
+}
+
 /// Runs one piece in a worker instance.
 pub fn run_piece(ctx: &Ctx, input: &str) -> ToolResult {
     fanout::answer(PIECE, input, |piece, budget| search_piece(ctx, piece, budget))
@@ -177,27 +163,22 @@ fn search_piece(ctx: &Ctx, piece: Piece, budget: fanout::Budget) -> Found {
         return Found::default();
     };
     let mut out = Output::default();
+    let mut rest = Vec::new();
     let mut walk = walk::entries_of(&ctx.jail, piece.entries);
     while !out.stopped {
         let batch = candidates(ctx, &mut walk, include.as_ref());
-        if batch.paths.is_empty() {
+        if batch.paths.is_empty() || !search.batch(&batch, &mut out) {
             break;
         }
-        if !search.batch(&batch, &mut out) {
+        if budget.spent() && !out.stopped {
+            rest = walk.into_rest();
             break;
-        }
-        if budget.spent() {
-            return Found {
-                rows: out.rows,
-                stopped: out.stopped,
-                rest: if out.stopped { Vec::new() } else { walk.into_rest() },
-            };
         }
     }
     Found {
         rows: out.rows,
         stopped: out.stopped,
-        rest: Vec::new(),
+        rest,
     }
 }
 

@@ -52,6 +52,20 @@ fn glob_excludes_git_and_root_gitignore_matches() {
 }
 
 #[test]
+fn a_root_gitignore_that_is_no_regular_file_ignores_nothing_and_blocks_nothing() {
+    let p = Project::new();
+    p.write("keep.rs", "hit\n");
+    // A FIFO opened for reading waits for a writer: read through WASI, it
+    // held every walk until the call's deadline.
+    nix::unistd::mkfifo(&p.path(".gitignore"), nix::sys::stat::Mode::S_IRWXU).unwrap();
+    assert_ok(&p.call("glob", json!({"pattern": "*.rs"})), "keep.rs");
+    assert_ok(&p.call("grep", json!({"pattern": "hit"})), "keep.rs:1: hit");
+    std::fs::remove_file(p.path(".gitignore")).unwrap();
+    std::fs::create_dir(p.path(".gitignore")).unwrap();
+    assert_ok(&p.call("glob", json!({"pattern": "*.rs"})), "keep.rs");
+}
+
+#[test]
 fn glob_refusals_and_empty_result() {
     let p = Project::new();
     assert_err(&p.call("glob", json!({})), "missing required argument: pattern");

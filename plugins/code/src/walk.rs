@@ -93,12 +93,50 @@ impl Entry {
     }
 }
 
-/// The root `.gitignore` as a matcher (empty when there is none).
+/// The largest root `.gitignore` read, Git's own limit
+/// (`PATTERN_MAX_FILE_SIZE`): Git ignores a larger one, and so does the walk.
+const MAX_GITIGNORE: u64 = 100 << 20;
+
+/// The root `.gitignore` as a matcher (empty when there is none, or when it
+/// is no regular file).
+///
+/// Read with the host's `read-files`, which opens without blocking and
+/// reads regular files only: through `std::fs` (WASI), a FIFO put there by
+/// a command held every later walk until its call's deadline. It is also
+/// one crossing where WASI took several, and every worker task reads it.
 pub fn root_gitignore(jail: &Jail) -> Gitignore {
+    let path = jail.root().join(".gitignore");
     let mut builder = GitignoreBuilder::new(jail.root());
     // A missing or unreadable .gitignore simply ignores nothing.
-    let _ = builder.add(jail.root().join(".gitignore"));
+    if let Some(files::Content::Data(text)) = files::read_files(&[path_text(&path).into_owned()], MAX_GITIGNORE)
+        .into_iter()
+        .next()
+    {
+        add_lines(&mut builder, &path, &text);
+    }
     builder.build().unwrap_or_else(|_| Gitignore::empty())
+}
+
+/// Adds the lines of `text`, the file at `path`, as
+/// `GitignoreBuilder::add` adds those of a file it reads: a line ends at
+/// `\n`, which takes a `\r` before it along, one that is not UTF-8 is skipped, a UTF-8 BOM
+/// starting the first is dropped, and a bad glob loses its line only.
+fn add_lines(builder: &mut GitignoreBuilder, path: &Path, text: &[u8]) {
+    for (i, line) in text.split_inclusive(|&b| b == b'\n').enumerate() {
+        let line = match line.strip_suffix(b"\n") {
+            Some(line) => line.strip_suffix(b"\r").unwrap_or(line),
+            None => line,
+        };
+        let Ok(line) = std::str::from_utf8(line) else {
+            continue;
+        };
+        let line = if i == 0 {
+            line.trim_start_matches('\u{feff}')
+        } else {
+            line
+        };
+        let _ = builder.add_line(Some(path.to_path_buf()), line);
+    }
 }
 
 /// Every entry a piece covers, in walk order: each entry, and below each
@@ -396,6 +434,55 @@ mod tests {
                 assert_eq!(again, whole, "stopped after {taken} entries, rest in {count}");
             }
         }
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn the_root_gitignore_reads_as_ignore_reads_it() {
+        let root = std::env::temp_dir().join(format!("iota-walk-ignore-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(&root).unwrap();
+        let jail = Jail::new(&root);
+        let paths = [
+            "a.log", "b.tmp", "c.rs", "keep.log", "bad", "target", "src/x.o", "sp ", "cr", "dos", "[", "last",
+        ];
+        let texts: [&[u8]; 7] = [
+            b"\xef\xbb\xbf*.log\r\n!keep.log\r\n\n# comment\n\xff\xfebad\nb.tmp\n",
+            b"target/\n*.o\nsp\\ \ncr\r\ndos\r\r\n[\nlast\r",
+            b"\xef\xbb\xbf\xef\xbb\xbfc.rs\n",
+            b"c.rs\n\xef\xbb\xbfa.log",
+            b"\n\n\r\n",
+            b"",
+            b"*\n!*.rs\n",
+        ];
+        let matched = |ignore: &Gitignore| -> Vec<(&str, bool, bool)> {
+            paths
+                .iter()
+                .flat_map(|p| {
+                    [false, true].map(|dir| {
+                        (
+                            *p,
+                            dir,
+                            ignore.matched_path_or_any_parents(root.join(p), dir).is_ignore(),
+                        )
+                    })
+                })
+                .collect()
+        };
+        for text in texts {
+            std::fs::write(root.join(".gitignore"), text).unwrap();
+            let mut builder = GitignoreBuilder::new(&root);
+            let _ = builder.add(root.join(".gitignore"));
+            let expected = matched(&builder.build().unwrap());
+            assert_eq!(
+                matched(&root_gitignore(&jail)),
+                expected,
+                "{:?}",
+                String::from_utf8_lossy(text)
+            );
+        }
+        std::fs::remove_file(root.join(".gitignore")).unwrap();
+        assert!(root_gitignore(&jail).is_empty(), "none: nothing ignored");
         std::fs::remove_dir_all(&root).unwrap();
     }
 

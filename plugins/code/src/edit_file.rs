@@ -17,6 +17,7 @@ use crate::file_io::{self, Target, numbered, plain};
 use crate::{Ctx, ledger};
 use iota_toolset::ToolResult;
 use iota_toolset::args::MaybeEmpty;
+use iota_toolset::files::Content;
 use iota_toolset::size::mb;
 use memchr::memmem;
 use schemars::JsonSchema;
@@ -71,7 +72,16 @@ pub fn plan(ctx: &Ctx, args: &Args) -> Result<Plan, String> {
     if old == new {
         return Err("old_string and new_string are identical".into());
     }
-    let content = std::fs::read(&target.abs).map_err(|e| target.error_text(&ctx.jail, &e))?;
+    // Read by the host, which opens without blocking and reads regular files
+    // only: a FIFO swapped in since the check above would have held a WASI
+    // read, and the call, past its deadline.
+    let path = iota_toolset::jail::path_text(&target.abs).into_owned();
+    let content = match iota_toolset::files::read_files(&[path], file_io::MAX_READ).pop() {
+        Some(Content::Data(content)) => content,
+        Some(Content::TooLarge(size)) => return Err(format!("{written} is too large to edit ({})", mb(size))),
+        Some(Content::Unreadable(why)) => return Err(format!("cannot read {written}: {why}")),
+        None => return Err(format!("cannot read {written}")),
+    };
     let found: Vec<usize> = memmem::find_iter(&content, old.as_bytes()).collect();
     // find_iter may report overlapping occurrences; replacement needs disjoint ones.
     let mut starts = Vec::with_capacity(found.len());

@@ -5,7 +5,7 @@
 use crate::support;
 
 use serde_json::json;
-use std::os::unix::fs::symlink;
+use std::os::unix::fs::{FileTypeExt, symlink};
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -254,6 +254,85 @@ fn a_fifo_never_blocks_a_tool() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("pipe is not a regular file"), "{text}");
     assert!(text.contains("a.txt:1: pipe"), "{text}");
+}
+
+/// A toolset's own WASI opens never wait either, and open nothing but
+/// regular files and directories: the FIFO has no other end, so an open that
+/// waited would hold the call's host thread, where no time limit reaches, for
+/// ever. However it is opened (to read, to write, both, truncated, as a
+/// directory, through a followed symlink), it is refused at once, as is a
+/// Unix socket; files and directories open as before, writes included, and
+/// a symlink still does not lead out.
+#[test]
+fn a_toolsets_own_open_of_a_fifo_never_waits() {
+    let p = project().config(&format!(
+        "toolsets:\n  hostile:\n    path: {}/hostile.wasm\n    grant: [process, parallel, write]\nagents:\n  a:\n    tools:\n      hostile:\n",
+        support::COMPONENTS
+    ))
+    .answers(r#"["once"]"#);
+    let root = p.root().to_path_buf();
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(root.join("pipe"))
+            .status()
+            .unwrap()
+            .success()
+    );
+    symlink("pipe", root.join("pipe-link")).unwrap();
+    symlink(p.outside().join("secret.txt"), root.join("out-link")).unwrap();
+    let _socket = std::os::unix::net::UnixListener::bind(root.join("sock")).unwrap();
+    p.write("file.txt", "inside");
+    std::fs::create_dir(root.join("dir")).unwrap();
+    let opens = [
+        ("pipe", "read"),
+        ("pipe", "write"),
+        ("pipe", "read+write"),
+        ("pipe", "write+truncate"),
+        ("pipe", "directory"),
+        ("pipe-link", "read+follow"),
+        ("pipe-link", "read"),
+        ("sock", "read"),
+        ("out-link", "read+follow"),
+        ("file.txt", "read"),
+        ("dir", "directory"),
+        ("new.txt", "write+create"),
+        ("file.txt", "read+write"),
+    ];
+    let opens: Vec<_> = opens
+        .iter()
+        .map(|(path, how)| json!({"path": path, "how": how}))
+        .collect();
+    let r = p.call_finishes("openat", json!({ "opens": opens }));
+    assert_no_leak(&r.text, &p);
+    assert_eq!(
+        r.text.lines().collect::<Vec<_>>(),
+        [
+            "pipe (read): refused: unsupported",
+            "pipe (write): refused: unsupported",
+            "pipe (read+write): refused: unsupported",
+            "pipe (write+truncate): refused: unsupported",
+            "pipe (directory): refused: not-directory",
+            "pipe-link (read+follow): refused: unsupported",
+            "pipe-link (read): refused: loop",
+            "sock (read): refused: unsupported",
+            "out-link (read+follow): refused: not-permitted",
+            r#"file.txt (read): a file: "inside""#,
+            "dir (directory): a directory",
+            "new.txt (write+create): a file, written",
+            r#"file.txt (read+write): a file: "wrotee""#,
+        ],
+        "{}",
+        r.text
+    );
+    assert_eq!(std::fs::read_to_string(root.join("new.txt")).unwrap(), "wrote");
+    assert_eq!(std::fs::read_to_string(root.join("file.txt")).unwrap(), "wrotee");
+    assert_eq!(std::fs::read_to_string(p.outside().join("secret.txt")).unwrap(), SECRET);
+    assert!(
+        std::fs::symlink_metadata(root.join("pipe"))
+            .unwrap()
+            .file_type()
+            .is_fifo()
+    );
 }
 
 /// Swaps `name` between a regular file inside and a symlink to the secret

@@ -333,7 +333,7 @@ impl WasmToolset {
         let (stdout, stderr) = (caps::stdio_pipe(), caps::stdio_pipe());
         let mut builder = WasiCtxBuilder::new();
         builder
-            .allow_blocking_current_thread(true)
+            .allow_blocking_current_thread(caps::wasi_bounds::BLOCKING_CURRENT_THREAD)
             // What one `get-random-bytes` may ask the host to make (its
             // default is 64 MiB, whatever the set's memory limit).
             .max_random_size(MAX_RANDOM_BYTES)

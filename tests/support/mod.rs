@@ -207,12 +207,41 @@ impl Project {
     }
 
     /// One call that must not hang: it fails the test if it has not
-    /// finished within [`EVENTUALLY`] (a read that blocks, say).
+    /// finished within [`EVENTUALLY`] (a read that blocks, say), and kills
+    /// the hung process so a failed run leaves nothing behind.
     #[track_caller]
     pub fn call_finishes(&self, tool: &str, args: Value) -> Result {
-        let mut command = self.command();
-        command.args(["call", "--json", tool, &args.to_string()]);
-        let out = finishes(&format!("the {tool} call"), move || command.output().unwrap());
+        let mut child = self
+            .command()
+            .args(["call", "--json", tool, &args.to_string()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Drained while it runs: a full pipe must not pass for a hang.
+        let drain = |mut pipe: Box<dyn std::io::Read + Send>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                pipe.read_to_end(&mut bytes).unwrap();
+                bytes
+            })
+        };
+        let stdout = drain(Box::new(child.stdout.take().unwrap()));
+        let stderr = drain(Box::new(child.stderr.take().unwrap()));
+        let deadline = std::time::Instant::now() + EVENTUALLY;
+        while child.try_wait().unwrap().is_none() {
+            if std::time::Instant::now() > deadline {
+                child.kill().unwrap();
+                let _ = child.wait();
+                panic!("hung: the {tool} call");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let out = Output {
+            status: child.wait().unwrap(),
+            stdout: stdout.join().unwrap(),
+            stderr: stderr.join().unwrap(),
+        };
         let stdout = String::from_utf8_lossy(&out.stdout);
         parse_result(
             stdout

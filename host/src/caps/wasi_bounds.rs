@@ -20,15 +20,26 @@
 //!   opened and released when its stream is dropped, against
 //!   [`MAX_LISTED_BYTES`] per store; past it, `read-directory` answers
 //!   `insufficient-memory`.
+//! - **An open never waits.** wasmtime-wasi's `open-at` opens as asked, and
+//!   the open of a FIFO waits for its other end (a device's may wait or
+//!   act) in the host, where no epoch tick reaches: a command could
+//!   `mkfifo` a name a toolset then opens, and hold its thread past every
+//!   time limit. Here the open is non-blocking and keeps only regular files
+//!   and directories ([`open_at`]).
 
 use super::{CallState, Stopper};
+use cap_primitives::fs::{FollowSymlinks, OpenOptionsExt};
 use std::collections::HashMap;
+use std::path::Path;
 use wasmtime::StoreContextMut;
 use wasmtime::component::{
     ComponentNamedList, Lift, Linker, LinkerInstance, Lower, Resource, ResourceTable, ResourceType,
 };
-use wasmtime_wasi::filesystem::{Descriptor, WasiFilesystemView};
-use wasmtime_wasi::p2::bindings::sync::filesystem::types::{self as fs_types, ErrorCode, HostDescriptor};
+use wasmtime_wasi::OpenMode;
+use wasmtime_wasi::filesystem::{Descriptor, Dir, File, WasiFilesystemView};
+use wasmtime_wasi::p2::bindings::sync::filesystem::types::{
+    self as fs_types, DescriptorFlags, ErrorCode, HostDescriptor, OpenFlags, PathFlags,
+};
 use wasmtime_wasi::p2::bindings::sync::io::streams::{Host as StreamsHost, StreamError};
 use wasmtime_wasi::p2::{DynOutputStream, DynPollable, ReaddirIterator, StreamError as HostStreamError};
 use wasmtime_wasi_io::bindings::wasi::io::poll::{Host as PollHost, HostPollable};
@@ -45,6 +56,11 @@ pub const MAX_LISTED_BYTES: usize = 64 << 20;
 
 /// What one listed entry costs besides its name (its `String` and type).
 const LISTED_ENTRY_COST: usize = 64;
+
+/// Whether wasmtime-wasi does a call's file work on the calling thread (set
+/// on every context the host builds): the call is synchronous anyway, and a
+/// hop to a blocking pool per read would cost more than the read.
+pub const BLOCKING_CURRENT_THREAD: bool = true;
 
 /// A `write` past what `check-write` permitted.
 #[derive(Debug)]
@@ -102,6 +118,30 @@ pub fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
                 Err(err) => Err(table.convert_stream_error(err)?),
             };
             Ok((written,))
+        },
+    )?;
+    replace(
+        linker,
+        "wasi:filesystem/types",
+        "[method]descriptor.open-at",
+        |mut store,
+         (dir, path_flags, path, open_flags, flags): (
+            Resource<Descriptor>,
+            PathFlags,
+            String,
+            OpenFlags,
+            DescriptorFlags,
+        )| {
+            let table = &mut store.data_mut().table;
+            let opened = match table.get(&dir)? {
+                Descriptor::Dir(dir) => open_at(dir, path_flags, &path, open_flags, flags),
+                Descriptor::File(_) => Err(ErrorCode::NotDirectory),
+            };
+            let answer = match opened {
+                Ok(descriptor) => Ok(table.push(descriptor)?),
+                Err(code) => Err(code),
+            };
+            Ok((answer,))
         },
     )?;
     let released = |mut store: StoreContextMut<'_, CallState>, rep: u32| {
@@ -197,6 +237,105 @@ fn until<T>(stopper: &Stopper, future: impl Future<Output = T>) -> wasmtime::Res
             }
         }
     })
+}
+
+/// wasmtime-wasi's `open-at` (its `Dir::open_at`, same flags, checks and
+/// errors), except that the open cannot block: a FIFO opens only once its
+/// other end does, and a device's open may wait or act, in the host where no
+/// epoch tick reaches. The file is opened non-blocking, resolved beneath
+/// `dir` as wasmtime-wasi resolves it, and kept only if it is a regular file
+/// or a directory: anything else is closed at once and refused as
+/// `unsupported`, checked on the open file so a swap after a check cannot
+/// slip one in.
+fn open_at(
+    dir: &Dir,
+    path_flags: PathFlags,
+    path: &str,
+    open_flags: OpenFlags,
+    flags: DescriptorFlags,
+) -> Result<Descriptor, ErrorCode> {
+    let mut options = cap_primitives::fs::OpenOptions::new();
+    let mut mode = OpenMode::empty();
+    if open_flags.contains(OpenFlags::CREATE) {
+        if open_flags.contains(OpenFlags::EXCLUSIVE) {
+            options.create_new(true);
+        } else {
+            options.create(true);
+        }
+        options.write(true);
+        mode |= OpenMode::WRITE;
+    }
+    if open_flags.contains(OpenFlags::TRUNCATE) {
+        options.truncate(true).write(true);
+        mode |= OpenMode::WRITE;
+    }
+    if flags.contains(DescriptorFlags::WRITE) {
+        options.write(true);
+        mode |= OpenMode::WRITE;
+    }
+    // Opened for reading unless only for writing: the OS then lets the
+    // guest open anything readable, and its perms refuse what they must.
+    if flags.contains(DescriptorFlags::READ) || !flags.contains(DescriptorFlags::WRITE) {
+        options.read(true);
+        mode |= OpenMode::READ;
+    }
+    // cap-primitives' public name for `follow` (the one cap-fs-ext uses).
+    options._cap_fs_ext_follow(if path_flags.contains(PathFlags::SYMLINK_FOLLOW) {
+        FollowSymlinks::Yes
+    } else {
+        FollowSymlinks::No
+    });
+    let syncs = DescriptorFlags::FILE_INTEGRITY_SYNC
+        | DescriptorFlags::DATA_INTEGRITY_SYNC
+        | DescriptorFlags::REQUESTED_WRITE_SYNC;
+    if flags.intersects(syncs) {
+        return Err(ErrorCode::Unsupported);
+    }
+    let not_for_a_directory = OpenFlags::CREATE | OpenFlags::EXCLUSIVE | OpenFlags::TRUNCATE;
+    if open_flags.contains(OpenFlags::DIRECTORY) && open_flags.intersects(not_for_a_directory) {
+        return Err(ErrorCode::Invalid);
+    }
+    if dir.perms.write_not_permitted() && mode.contains(OpenMode::WRITE) {
+        return Err(ErrorCode::NotPermitted);
+    }
+    options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    let file = cap_primitives::fs::open(&dir.dir, Path::new(path), &options).map_err(|e| match e.raw_os_error() {
+        // What a non-blocking open answers for a FIFO without a reader
+        // opened for writing, and for a socket.
+        Some(libc::ENXIO) => ErrorCode::Unsupported,
+        _ => code_of(&e),
+    })?;
+    let kind = file.metadata().map_err(|e| code_of(&e))?.file_type();
+    if kind.is_dir() {
+        return Ok(Descriptor::Dir(Dir::new(
+            file,
+            dir.perms,
+            mode,
+            BLOCKING_CURRENT_THREAD,
+        )));
+    }
+    if open_flags.contains(OpenFlags::DIRECTORY) {
+        return Err(ErrorCode::NotDirectory);
+    }
+    if !kind.is_file() {
+        return Err(ErrorCode::Unsupported);
+    }
+    // Blocking again, as wasmtime-wasi's reads and streams expect (a regular
+    // file never waits either way).
+    let status = rustix::fs::fcntl_getfl(&file).map_err(|e| code_of(&e.into()))?;
+    rustix::fs::fcntl_setfl(&file, status - rustix::fs::OFlags::NONBLOCK).map_err(|e| code_of(&e.into()))?;
+    Ok(Descriptor::File(File::new(
+        file,
+        dir.perms,
+        mode,
+        BLOCKING_CURRENT_THREAD,
+    )))
+}
+
+/// The WASI error for `err`, as wasmtime-wasi maps it (its mapping is
+/// defined on the async bindings' type).
+fn code_of(err: &std::io::Error) -> ErrorCode {
+    wasmtime_wasi::p2::bindings::filesystem::types::ErrorCode::from(err).into()
 }
 
 /// Writes `contents` if the stream permits that much now.

@@ -221,11 +221,7 @@ fn nul_and_huge_paths_are_errors_not_crashes() {
 #[test]
 fn a_fifo_never_blocks_a_tool() {
     let p = project();
-    let status = std::process::Command::new("mkfifo")
-        .arg(p.path("pipe"))
-        .status()
-        .unwrap();
-    assert!(status.success());
+    mkfifo(&p.path("pipe"));
     p.write("a.txt", "pipe\n");
     let mut child = p
         .command()
@@ -256,6 +252,23 @@ fn a_fifo_never_blocks_a_tool() {
     assert!(text.contains("a.txt:1: pipe"), "{text}");
 }
 
+/// A project whose agent has only the hostile fixture, granted writes, with
+/// one approval (`once`) scripted.
+fn hostile_writer() -> Project {
+    project()
+        .config(&format!(
+            "toolsets:\n  hostile:\n    path: {}/hostile.wasm\n    grant: [process, parallel, write]\nagents:\n  a:\n    tools:\n      hostile:\n",
+            support::COMPONENTS
+        ))
+        .answers(r#"["once"]"#)
+}
+
+/// Makes a FIFO at `path`.
+fn mkfifo(path: &Path) {
+    let made = std::process::Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(made.success());
+}
+
 /// A toolset's own WASI opens never wait either, and open nothing but
 /// regular files and directories: the FIFO has no other end, so an open that
 /// waited would hold the call's host thread, where no time limit reaches, for
@@ -265,19 +278,9 @@ fn a_fifo_never_blocks_a_tool() {
 /// a symlink still does not lead out.
 #[test]
 fn a_toolsets_own_open_of_a_fifo_never_waits() {
-    let p = project().config(&format!(
-        "toolsets:\n  hostile:\n    path: {}/hostile.wasm\n    grant: [process, parallel, write]\nagents:\n  a:\n    tools:\n      hostile:\n",
-        support::COMPONENTS
-    ))
-    .answers(r#"["once"]"#);
+    let p = hostile_writer();
     let root = p.root().to_path_buf();
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(root.join("pipe"))
-            .status()
-            .unwrap()
-            .success()
-    );
+    mkfifo(&root.join("pipe"));
     symlink("pipe", root.join("pipe-link")).unwrap();
     symlink(p.outside().join("secret.txt"), root.join("out-link")).unwrap();
     let _socket = std::os::unix::net::UnixListener::bind(root.join("sock")).unwrap();
@@ -333,6 +336,50 @@ fn a_toolsets_own_open_of_a_fifo_never_waits() {
             .file_type()
             .is_fifo()
     );
+}
+
+/// Setting times through symlinks opened the target to write, then to read,
+/// in wasmtime-wasi, and so waited on a FIFO for ever; now it never opens it
+/// so. The times land where the symlinks lead (a FIFO too), or on the link
+/// itself without following, and never outside the root.
+#[test]
+fn a_toolsets_touch_of_a_fifo_never_waits() {
+    let p = hostile_writer();
+    let root = p.root().to_path_buf();
+    mkfifo(&root.join("pipe"));
+    symlink("pipe", root.join("pipe-link")).unwrap();
+    p.write("file.txt", "inside");
+    symlink("file.txt", root.join("file-link")).unwrap();
+    let secret = p.outside().join("secret.txt");
+    symlink(&secret, root.join("out-link")).unwrap();
+    let secret_before = std::fs::metadata(&secret).unwrap().modified().unwrap();
+    let paths = ["pipe", "pipe-link", "file-link", "out-link"];
+    let r = p.call_finishes("touch", json!({ "paths": paths, "follow": true }));
+    assert_eq!(
+        r.text.lines().collect::<Vec<_>>(),
+        [
+            "pipe: touched",
+            "pipe-link: touched",
+            "file-link: touched",
+            "out-link: refused: not-permitted",
+        ],
+        "{}",
+        r.text
+    );
+    let touched = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+    let modified = |name: &str| std::fs::symlink_metadata(root.join(name)).unwrap().modified().unwrap();
+    assert_eq!(modified("pipe"), touched);
+    assert_eq!(modified("file.txt"), touched);
+    assert_ne!(
+        modified("file-link"),
+        touched,
+        "the link itself is not touched when followed"
+    );
+    assert_eq!(std::fs::metadata(&secret).unwrap().modified().unwrap(), secret_before);
+    let r = p.call_finishes("touch", json!({ "paths": ["file-link", "out-link"], "follow": false }));
+    assert_eq!(r.text, "file-link: touched\nout-link: touched", "{}", r.text);
+    assert_eq!(modified("file-link"), touched);
+    assert_eq!(std::fs::metadata(&secret).unwrap().modified().unwrap(), secret_before);
 }
 
 /// Swaps `name` between a regular file inside and a symlink to the secret
@@ -409,13 +456,7 @@ fn bulk_reads_stay_inside_the_root() {
     symlink(format!("../{outside_name}/secret.txt"), root.join("rel-link")).unwrap();
     symlink(&outside, root.join("dir-link")).unwrap();
     symlink("inside.txt", root.join("in-link")).unwrap();
-    assert!(
-        std::process::Command::new("mkfifo")
-            .arg(root.join("pipe"))
-            .status()
-            .unwrap()
-            .success()
-    );
+    mkfifo(&root.join("pipe"));
     let at = |rel: &str| root.join(rel).to_string_lossy().into_owned();
     let paths = vec![
         at("inside.txt"),

@@ -25,11 +25,17 @@
 //!   act) in the host, where no epoch tick reaches: a command could
 //!   `mkfifo` a name a toolset then opens, and hold its thread past every
 //!   time limit. Here the open is non-blocking and keeps only regular files
-//!   and directories ([`open_at`]).
+//!   and directories ([`open_at`]). `set-times-at` through symlinks opened
+//!   its target too (to write, then to read); here it opens it `O_PATH`
+//!   ([`set_times_following`]). So every file a component holds through
+//!   WASI is a regular file or a directory, which is what keeps the
+//!   blocking stream calls (`blocking-read`, `blocking-flush`) that are not
+//!   replaced here from waiting on a peer.
 
 use super::{CallState, Stopper};
 use cap_primitives::fs::{FollowSymlinks, OpenOptionsExt};
 use std::collections::HashMap;
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use wasmtime::StoreContextMut;
 use wasmtime::component::{
@@ -38,7 +44,7 @@ use wasmtime::component::{
 use wasmtime_wasi::OpenMode;
 use wasmtime_wasi::filesystem::{Descriptor, Dir, File, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::sync::filesystem::types::{
-    self as fs_types, DescriptorFlags, ErrorCode, HostDescriptor, OpenFlags, PathFlags,
+    self as fs_types, DescriptorFlags, ErrorCode, HostDescriptor, NewTimestamp, OpenFlags, PathFlags,
 };
 use wasmtime_wasi::p2::bindings::sync::io::streams::{Host as StreamsHost, StreamError};
 use wasmtime_wasi::p2::{DynOutputStream, DynPollable, ReaddirIterator, StreamError as HostStreamError};
@@ -144,6 +150,36 @@ pub fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
             Ok((answer,))
         },
     )?;
+    replace(
+        linker,
+        "wasi:filesystem/types",
+        "[method]descriptor.set-times-at",
+        |mut store,
+         (dir, path_flags, path, atime, mtime): (
+            Resource<Descriptor>,
+            PathFlags,
+            String,
+            NewTimestamp,
+            NewTimestamp,
+        )| {
+            let state = store.data_mut();
+            if !path_flags.contains(PathFlags::SYMLINK_FOLLOW) {
+                // wasmtime-wasi's own: `utimensat` in the parent, which opens
+                // nothing.
+                let mut view = state.filesystem();
+                let answer = match HostDescriptor::set_times_at(&mut view, dir, path_flags, path, atime, mtime) {
+                    Ok(()) => Ok(()),
+                    Err(err) => Err(fs_types::Host::convert_error_code(&mut view, err)?),
+                };
+                return Ok((answer,));
+            }
+            let answer = match state.table.get(&dir)? {
+                Descriptor::Dir(dir) => set_times_following(dir, &path, atime, mtime),
+                Descriptor::File(_) => Err(ErrorCode::NotDirectory),
+            };
+            Ok((answer,))
+        },
+    )?;
     let released = |mut store: StoreContextMut<'_, CallState>, rep: u32| {
         let state = store.data_mut();
         if let Some(bytes) = state.listings.held.remove(&rep) {
@@ -165,10 +201,10 @@ pub fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
         "[method]descriptor.read-directory",
         |mut store, (dir,): (Resource<Descriptor>,)| {
             let state = store.data_mut();
-            let bytes = listed_bytes(&state.table, &dir);
-            if state.listings.total.saturating_add(bytes) > MAX_LISTED_BYTES {
+            let room = MAX_LISTED_BYTES.saturating_sub(state.listings.total);
+            let Some(bytes) = listed_bytes(&state.table, &dir, room) else {
                 return Ok((Err(ErrorCode::InsufficientMemory),));
-            }
+            };
             let mut view = state.filesystem();
             let answer = match HostDescriptor::read_directory(&mut view, dir) {
                 Ok(stream) => Ok(stream),
@@ -332,6 +368,59 @@ fn open_at(
     )))
 }
 
+/// wasmtime-wasi's `set-times-at` through symlinks (same checks, times and
+/// errors), except that the target is never opened to read or write: that
+/// open (wasmtime-wasi tries write, then read) waits on a FIFO, or on a file
+/// a command holds a lease on, where no epoch tick reaches. Here the target
+/// is opened `O_PATH` beneath `dir`, which never waits and needs no access,
+/// and its times are set through `/proc/self/fd`, as cap-primitives does
+/// when neither open is allowed; the kernel checks ownership as `futimens`
+/// would.
+fn set_times_following(dir: &Dir, path: &str, atime: NewTimestamp, mtime: NewTimestamp) -> Result<(), ErrorCode> {
+    let times = rustix::fs::Timestamps {
+        last_access: timespec(atime)?,
+        last_modification: timespec(mtime)?,
+    };
+    if dir.perms.write_not_permitted() {
+        return Err(ErrorCode::NotPermitted);
+    }
+    let mut options = cap_primitives::fs::OpenOptions::new();
+    options
+        .read(true)
+        ._cap_fs_ext_follow(FollowSymlinks::Yes)
+        // Nothing else beside O_PATH: openat2 refuses other flags with it.
+        .custom_flags(libc::O_PATH);
+    let target = cap_primitives::fs::open(&dir.dir, Path::new(path), &options).map_err(|e| code_of(&e))?;
+    let through = format!("/proc/self/fd/{}", target.as_raw_fd());
+    rustix::fs::utimensat(rustix::fs::CWD, through.as_str(), &times, rustix::fs::AtFlags::empty())
+        .map_err(|e| code_of(&e.into()))
+}
+
+/// A new timestamp as `utimensat` takes it; `now` is the host's clock read
+/// here, and a time past what the kernel holds is `overflow`, as
+/// wasmtime-wasi answers.
+fn timespec(time: NewTimestamp) -> Result<rustix::fs::Timespec, ErrorCode> {
+    let since_epoch = match time {
+        NewTimestamp::NoChange => {
+            return Ok(rustix::fs::Timespec {
+                tv_sec: 0,
+                tv_nsec: rustix::fs::UTIME_OMIT,
+            });
+        }
+        NewTimestamp::Now => std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_err(|_| ErrorCode::Overflow)?,
+        NewTimestamp::Timestamp(at) => {
+            let seconds = at.seconds.checked_add(u64::from(at.nanoseconds / 1_000_000_000));
+            std::time::Duration::new(seconds.ok_or(ErrorCode::Overflow)?, at.nanoseconds % 1_000_000_000)
+        }
+    };
+    Ok(rustix::fs::Timespec {
+        tv_sec: i64::try_from(since_epoch.as_secs()).map_err(|_| ErrorCode::Overflow)?,
+        tv_nsec: since_epoch.subsec_nanos().into(),
+    })
+}
+
 /// The WASI error for `err`, as wasmtime-wasi maps it (its mapping is
 /// defined on the async bindings' type).
 fn code_of(err: &std::io::Error) -> ErrorCode {
@@ -352,17 +441,23 @@ fn write_within_permit(
 }
 
 /// What listing the directory `dir` will hold, counted by reading its names
-/// (nothing is kept); 0 for anything but a directory, which wasmtime-wasi
-/// then refuses itself.
-fn listed_bytes(table: &ResourceTable, dir: &Resource<Descriptor>) -> usize {
+/// (nothing is kept), or `None` past `room` bytes: the count stops there, so
+/// a directory of millions of names costs no more reading than `room`
+/// allows. 0 for anything but a directory, which wasmtime-wasi then refuses
+/// itself.
+fn listed_bytes(table: &ResourceTable, dir: &Resource<Descriptor>, room: usize) -> Option<usize> {
     let Ok(Descriptor::Dir(dir)) = table.get(dir) else {
-        return 0;
+        return Some(0);
     };
     let Ok(entries) = cap_primitives::fs::read_base_dir(&dir.dir) else {
-        return 0;
+        return Some(0);
     };
-    entries
-        .filter_map(Result::ok)
-        .map(|entry| LISTED_ENTRY_COST + entry.file_name().len())
-        .fold(0, usize::saturating_add)
+    let mut bytes = 0usize;
+    for entry in entries.filter_map(Result::ok) {
+        bytes = bytes.saturating_add(LISTED_ENTRY_COST + entry.file_name().len());
+        if bytes > room {
+            return None;
+        }
+    }
+    Some(bytes)
 }

@@ -165,8 +165,21 @@ fn the_cache_keeps_the_most_recently_used_files_only() {
     let stale_described: Vec<PathBuf> = (0..KEEP_DESCRIBED + 10)
         .map(|i| stale(format!("describe-{i:064x}.json"), i))
         .collect();
+    // Each stale component's remembered verification, and one left by a
+    // component already gone.
+    let memo = |compiled: &PathBuf| PathBuf::from(format!("{}.verified", compiled.display()));
+    for compiled in &stale_compiled {
+        std::fs::write(memo(compiled), b"stale").unwrap();
+    }
+    let orphan = p.cache().join(format!("{:064x}-0000000000000000.cwasm.verified", 9999));
+    std::fs::write(&orphan, b"stale").unwrap();
 
     tools_json(&p);
+    // A memo goes with its component, and only with it.
+    for compiled in &stale_compiled {
+        assert_eq!(memo(compiled).exists(), compiled.exists(), "{}", compiled.display());
+    }
+    assert!(!orphan.exists());
     // The fresh files, and after them the most recent stale ones, are kept.
     let kept = |all: &[PathBuf], keep: usize| -> (Vec<PathBuf>, Vec<PathBuf>) {
         let (old, fresh): (Vec<PathBuf>, Vec<PathBuf>) = all.iter().cloned().partition(|f| {

@@ -263,10 +263,14 @@ pub(crate) fn prune(dir: &Path) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
-    let (mut compiled, mut described) = (Vec::new(), Vec::new());
+    let (mut compiled, mut described, mut memos) = (Vec::new(), Vec::new(), Vec::new());
     for entry in entries.filter_map(Result::ok) {
         let name = entry.file_name();
         let name = name.to_string_lossy();
+        if name.ends_with(crate::host_state::VERIFIED_SUFFIX) {
+            memos.push(entry.path());
+            continue;
+        }
         let Some(used) = entry.metadata().ok().and_then(|m| m.modified().ok()) else {
             continue;
         };
@@ -280,6 +284,13 @@ pub(crate) fn prune(dir: &Path) {
         files.sort_by_key(|f| std::cmp::Reverse(f.0));
         for (_, path) in files.into_iter().skip(keep) {
             let _ = std::fs::remove_file(path);
+        }
+    }
+    // A remembered verification goes with its file.
+    for memo in memos {
+        let file = memo.with_extension("");
+        if !file.exists() {
+            let _ = std::fs::remove_file(memo);
         }
     }
 }

@@ -17,6 +17,7 @@
 //! refused.
 
 use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
@@ -99,14 +100,38 @@ impl StateDir {
         self.with_verified(name, <[u8]>::to_vec)
     }
 
-    /// Calls `use_file` with the path of the file `name` once its tag proves
+    /// Calls `use_file` with a path to the file `name` once its tag proves
     /// the host wrote it, for a reader that maps the file itself (wasmtime's
     /// `deserialize_file`: no copy of a compiled component). The tag sits at
     /// the file's end, so the contents start at offset 0 as such a reader
     /// expects, and the reader must ignore trailing bytes.
+    ///
+    /// Hashing a compiled component (6 MB) was a fifth of a `call`'s start,
+    /// so a file's verification is remembered: the sealed file
+    /// `NAME.verified` holds its [`Stamp`] when it was verified, and a file
+    /// whose stamp still matches is not hashed again. Any write to it since
+    /// changes its change time, which no process but root's can set, so a
+    /// changed file never matches. A stamp is kept only for a file last
+    /// changed [`SETTLED`] before it was hashed: a write within the same
+    /// coarse clock tick as the host's own could leave the change time as it
+    /// was, but not one after the hash. `use_file` gets the path of the open
+    /// file that was checked (`/proc/self/fd/N`), so a file swapped in
+    /// between is not what it maps.
     pub fn with_verified_file<T>(&self, name: &str, use_file: impl FnOnce(&Path) -> T) -> Option<T> {
-        self.with_verified(name, |_| ())?;
-        Some(use_file(&self.dir.join(name)))
+        let file = self.open_sealed(name)?;
+        let meta = file.metadata().ok()?;
+        let stamp = Stamp::of(&meta);
+        let memo = format!("{name}{VERIFIED_SUFFIX}");
+        if self.read(&memo).as_deref() != Some(&stamp.bytes()[..]) {
+            self.verify(&file, &meta, name, |_| ())?;
+            let unmoved = file.metadata().is_ok_and(|after| Stamp::of(&after) == stamp);
+            if unmoved && stamp.settled() {
+                let _ = self.write(&memo, &stamp.bytes());
+            }
+        }
+        let through = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        let path = if through.exists() { through } else { self.dir.join(name) };
+        Some(use_file(&path))
     }
 
     /// Calls `use_contents` on the contents of the file `name`, when its tag
@@ -114,17 +139,34 @@ impl StateDir {
     /// mapped, verified and used from the one mapping (a compiled component
     /// is several megabytes, and the caller copies it once anyway).
     pub fn with_verified<T>(&self, name: &str, use_contents: impl FnOnce(&[u8]) -> T) -> Option<T> {
-        let file = std::fs::File::options()
+        let file = self.open_sealed(name)?;
+        let meta = file.metadata().ok()?;
+        self.verify(&file, &meta, name, use_contents)
+    }
+
+    /// The file `name`, opened to read without following a link or waiting.
+    fn open_sealed(&self, name: &str) -> Option<std::fs::File> {
+        std::fs::File::options()
             .read(true)
             .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
             .open(self.dir.join(name))
-            .ok()?;
-        let meta = file.metadata().ok()?;
+            .ok()
+    }
+
+    /// Calls `use_contents` on the contents of `file` (the file `name`, as
+    /// `meta` describes it) if its tag matches them.
+    fn verify<T>(
+        &self,
+        file: &std::fs::File,
+        meta: &std::fs::Metadata,
+        name: &str,
+        use_contents: impl FnOnce(&[u8]) -> T,
+    ) -> Option<T> {
         let len = usize::try_from(meta.len()).ok()?;
         if !meta.is_file() || len < TAG_LEN {
             return None;
         }
-        let mapping = Mapping::of(&file, len)?;
+        let mapping = Mapping::of(file, len)?;
         let bytes = mapping.bytes();
         let (contents, tag) = bytes.split_at(len - TAG_LEN);
         constant_time_eq(tag, &self.tag(name, contents)).then(|| use_contents(contents))
@@ -152,6 +194,51 @@ impl StateDir {
         hasher.update(name.as_bytes());
         hasher.update(contents);
         *hasher.finalize().as_bytes()
+    }
+}
+
+/// What names the remembered verification of a file: `NAME.verified`.
+pub const VERIFIED_SUFFIX: &str = ".verified";
+
+/// How long before its hash a file must have last changed for the
+/// verification to be remembered: past any coarse clock tick.
+const SETTLED: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// What a file's verification is remembered by: which file it is (device,
+/// inode), its size, and when it last changed (change and modification
+/// times, to the nanosecond).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp([i64; 7]);
+
+impl Stamp {
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        // Bit patterns: a device or inode number past i64 stays distinct.
+        Stamp([
+            meta.dev() as i64,
+            meta.ino() as i64,
+            meta.size() as i64,
+            meta.ctime(),
+            meta.ctime_nsec(),
+            meta.mtime(),
+            meta.mtime_nsec(),
+        ])
+    }
+
+    fn bytes(&self) -> Vec<u8> {
+        self.0.iter().flat_map(|field| field.to_le_bytes()).collect()
+    }
+
+    /// Whether the file last changed at least [`SETTLED`] ago.
+    fn settled(&self) -> bool {
+        let changed = std::time::UNIX_EPOCH
+            .checked_add(std::time::Duration::new(
+                u64::try_from(self.0[3]).unwrap_or(0),
+                u32::try_from(self.0[4]).unwrap_or(0),
+            ))
+            .unwrap_or(std::time::UNIX_EPOCH);
+        std::time::SystemTime::now()
+            .duration_since(changed)
+            .is_ok_and(|age| age >= SETTLED)
     }
 }
 
@@ -276,6 +363,54 @@ mod tests {
         );
         let mode = std::fs::metadata(state.dir().join(KEY_FILE)).unwrap().mode();
         assert_eq!(mode & 0o777, 0o600);
+    }
+
+    /// What `with_verified_file` hands over: the contents through the path
+    /// it gives, or `None`.
+    fn contents_through(state: &StateDir, name: &str) -> Option<Vec<u8>> {
+        state.with_verified_file(name, |path| std::fs::read(path).unwrap())
+    }
+
+    #[test]
+    fn a_remembered_verification_never_passes_a_changed_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateDir::open(&dir.path().join("state")).unwrap();
+        let memo = state.dir().join("c.cwasm.verified");
+        state.write("c.cwasm", b"compiled").unwrap();
+        let sealed = std::fs::read(state.dir().join("c.cwasm")).unwrap();
+        // Fresh: verified, not remembered (its change time may share a tick
+        // with a write to come).
+        assert_eq!(contents_through(&state, "c.cwasm").as_deref(), Some(&sealed[..]));
+        assert!(!memo.exists());
+        std::thread::sleep(SETTLED + std::time::Duration::from_millis(100));
+        assert_eq!(contents_through(&state, "c.cwasm").as_deref(), Some(&sealed[..]));
+        assert!(memo.exists(), "a settled file's verification is remembered");
+        assert_eq!(contents_through(&state, "c.cwasm").as_deref(), Some(&sealed[..]));
+        // Changed in place, same length, modification time put back: the
+        // change time moved, so it is hashed again and refused.
+        let path = state.dir().join("c.cwasm");
+        let modified = std::fs::metadata(&path).unwrap().modified().unwrap();
+        let mut altered = sealed.clone();
+        altered[0] ^= 1;
+        std::fs::write(&path, &altered).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(modified)
+            .unwrap();
+        assert_eq!(contents_through(&state, "c.cwasm"), None);
+        // Swapped for another sealed file: another inode, refused by its tag.
+        state.write("d.cwasm", b"other").unwrap();
+        std::fs::rename(state.dir().join("d.cwasm"), &path).unwrap();
+        assert_eq!(contents_through(&state, "c.cwasm"), None);
+        // A memo not sealed by the host is not one.
+        state.write("c.cwasm", b"compiled").unwrap();
+        std::thread::sleep(SETTLED + std::time::Duration::from_millis(100));
+        std::fs::write(&path, &altered).unwrap();
+        let forged = Stamp::of(&std::fs::metadata(&path).unwrap()).bytes();
+        std::fs::write(&memo, &forged).unwrap();
+        assert_eq!(contents_through(&state, "c.cwasm"), None);
     }
 
     #[test]

@@ -104,34 +104,45 @@ impl StateDir {
     /// the host wrote it, for a reader that maps the file itself (wasmtime's
     /// `deserialize_file`: no copy of a compiled component). The tag sits at
     /// the file's end, so the contents start at offset 0 as such a reader
-    /// expects, and the reader must ignore trailing bytes.
+    /// expects, and the reader must ignore trailing bytes. The path is that
+    /// of the open file checked (`/proc/self/fd/N`), so a file swapped in
+    /// after the check is not the one read.
     ///
     /// Hashing a compiled component (6 MB) was a fifth of a `call`'s start,
     /// so a file's verification is remembered: the sealed file
     /// `NAME.verified` holds its [`Stamp`] when it was verified, and a file
-    /// whose stamp still matches is not hashed again. Any write to it since
-    /// changes its change time, which no process but root's can set, so a
-    /// changed file never matches. A stamp is kept only for a file last
-    /// changed [`SETTLED`] before it was hashed: a write within the same
-    /// coarse clock tick as the host's own could leave the change time as it
-    /// was, but not one after the hash. `use_file` gets the path of the open
-    /// file that was checked (`/proc/self/fd/N`), so a file swapped in
-    /// between is not what it maps.
+    /// whose stamp still matches is not hashed again. A rename over it, a
+    /// truncation, and every write through a system call move its change
+    /// time, which no process but root's can set back. A stamp is kept only
+    /// for a file last changed [`SETTLED`] before it was first examined (a
+    /// write within the same coarse clock tick could leave the change time
+    /// as it was; git's racily-clean rule), whose stat did not move while it
+    /// was hashed, and whose data is on disk. What it does not see: a process
+    /// already holding the file mapped shared and writable changes pages it
+    /// dirtied before without moving the change time; such a process could
+    /// as well change pages after any check and before wasmtime maps them (a
+    /// mapped file, not a copy), so against a writer the state rests on the
+    /// directory being the user's own and hidden from the sandbox. Without
+    /// `/proc` the file is hashed at every use and read by name, as before.
     pub fn with_verified_file<T>(&self, name: &str, use_file: impl FnOnce(&Path) -> T) -> Option<T> {
+        let examined = std::time::SystemTime::now();
         let file = self.open_sealed(name)?;
         let meta = file.metadata().ok()?;
+        let through = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        if !through.exists() {
+            self.verify(&file, &meta, name, |_| ())?;
+            return Some(use_file(&self.dir.join(name)));
+        }
         let stamp = Stamp::of(&meta);
         let memo = format!("{name}{VERIFIED_SUFFIX}");
         if self.read(&memo).as_deref() != Some(&stamp.bytes()[..]) {
             self.verify(&file, &meta, name, |_| ())?;
             let unmoved = file.metadata().is_ok_and(|after| Stamp::of(&after) == stamp);
-            if unmoved && stamp.settled() {
+            if unmoved && stamp.settled_at(examined) && file.sync_data().is_ok() {
                 let _ = self.write(&memo, &stamp.bytes());
             }
         }
-        let through = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
-        let path = if through.exists() { through } else { self.dir.join(name) };
-        Some(use_file(&path))
+        Some(use_file(&through))
     }
 
     /// Calls `use_contents` on the contents of the file `name`, when its tag
@@ -228,17 +239,16 @@ impl Stamp {
         self.0.iter().flat_map(|field| field.to_le_bytes()).collect()
     }
 
-    /// Whether the file last changed at least [`SETTLED`] ago.
-    fn settled(&self) -> bool {
+    /// Whether the file had last changed at least [`SETTLED`] before
+    /// `examined`.
+    fn settled_at(&self, examined: std::time::SystemTime) -> bool {
         let changed = std::time::UNIX_EPOCH
             .checked_add(std::time::Duration::new(
                 u64::try_from(self.0[3]).unwrap_or(0),
                 u32::try_from(self.0[4]).unwrap_or(0),
             ))
             .unwrap_or(std::time::UNIX_EPOCH);
-        std::time::SystemTime::now()
-            .duration_since(changed)
-            .is_ok_and(|age| age >= SETTLED)
+        examined.duration_since(changed).is_ok_and(|age| age >= SETTLED)
     }
 }
 

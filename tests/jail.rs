@@ -338,6 +338,50 @@ fn a_toolsets_own_open_of_a_fifo_never_waits() {
     );
 }
 
+/// The port of `open-at` keeps wasmtime-wasi's permission checks: through a
+/// read-only preopen (a reader's task) a file opens to read, and nothing
+/// opens to write, create or truncate; a FIFO is refused before any of that
+/// matters.
+#[test]
+fn a_read_only_toolsets_own_open_writes_nothing() {
+    let p = project().config(&format!(
+        "toolsets:\n  hostile:\n    path: {}/hostile.wasm\n    grant: [process, parallel]\nagents:\n  a:\n    tools:\n      hostile:\n",
+        support::COMPONENTS
+    ));
+    let root = p.root().to_path_buf();
+    mkfifo(&root.join("pipe"));
+    p.write("file.txt", "inside");
+    let opens = [
+        ("file.txt", "read"),
+        ("file.txt", "write"),
+        ("file.txt", "read+truncate"),
+        ("new.txt", "write+create"),
+        ("new.txt", "create"),
+        ("pipe", "read"),
+    ];
+    let opens: Vec<_> = opens
+        .iter()
+        .map(|(path, how)| json!({"path": path, "how": how}))
+        .collect();
+    let r = p.call_finishes("fanout", json!({"tool": "openat", "input": {"opens": opens}}));
+    assert_eq!(
+        r.text,
+        [
+            r#"task ok: file.txt (read): a file: "inside""#,
+            "file.txt (write): refused: not-permitted",
+            "file.txt (read+truncate): refused: not-permitted",
+            "new.txt (write+create): refused: not-permitted",
+            "new.txt (create): refused: not-permitted",
+            "pipe (read): refused: unsupported",
+        ]
+        .join("\n"),
+        "{}",
+        r.text
+    );
+    assert_eq!(std::fs::read_to_string(root.join("file.txt")).unwrap(), "inside");
+    assert!(!root.join("new.txt").exists());
+}
+
 /// Setting times through symlinks opened the target to write, then to read,
 /// in wasmtime-wasi, and so waited on a FIFO for ever; now it never opens it
 /// so. The times land where the symlinks lead (a FIFO too), or on the link

@@ -12,12 +12,10 @@
 use crate::{Ctx, fanout, walk};
 use iota_toolset::ToolResult;
 use iota_toolset::files::{self, modified_ns};
-use iota_toolset::jail::path_text;
 use iota_toolset::output::join_capped;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
-use std::path::PathBuf;
 
 /// The tool's name.
 pub const NAME: &str = "glob";
@@ -63,7 +61,13 @@ fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
         |piece| match_piece(ctx, piece, fanout::Budget::whole()),
         |matched: Matched| {
             let room = CANDIDATES - found.len();
-            found.extend(matched.matches.into_iter().take(room).map(|m| (m.modified_ns, m.rel)));
+            found.extend(
+                matched
+                    .matches
+                    .into_iter()
+                    .take(room)
+                    .map(|Match(rel, modified)| (modified, rel)),
+            );
             found.len() < CANDIDATES
         },
     )?;
@@ -111,13 +115,11 @@ impl fanout::Answer for Matched {
     }
 }
 
-/// A matching file: its root-relative path and modification time.
+/// A matching file: its root-relative path and modification time
+/// (nanoseconds since the Unix epoch, 0 when unknown or earlier). A tuple,
+/// so that it travels from a worker as a JSON array, without keys.
 #[derive(Serialize, Deserialize)]
-struct Match {
-    rel: String,
-    /// Nanoseconds since the Unix epoch (0 when unknown or earlier).
-    modified_ns: u64,
-}
+struct Match(String, u64);
 
 /// Runs one piece in a worker instance.
 pub fn run_piece(ctx: &Ctx, input: &str) -> ToolResult {
@@ -127,14 +129,14 @@ pub fn run_piece(ctx: &Ctx, input: &str) -> ToolResult {
 /// The files of one piece that match, in walk order, at most [`CANDIDATES`],
 /// walked until the budget is spent.
 fn match_piece(ctx: &Ctx, piece: Piece, budget: fanout::Budget) -> Matched {
-    let Some(matcher) = LAST.with(|last| last.get(piece.pattern, |p| compile(p).ok())) else {
+    let Some(matcher) = LAST.with(|last| last.get(piece.pattern, |p| Matcher::new(p).ok())) else {
         return Matched::default();
     };
     let mut found = Vec::new();
     let mut rest = Vec::new();
     // Regular files are stat'ed after the walk, a directory's matches in one
     // host call: a stat each through WASI was most of a glob's time.
-    let mut files_in: HashMap<PathBuf, Vec<(usize, String)>> = HashMap::new();
+    let mut by_dir = ByDir::default();
     let mut walk = walk::entries_of(&ctx.jail, piece.entries);
     for walked in 1.. {
         // Looked at before an entry is taken: a directory taken is listed.
@@ -142,57 +144,139 @@ fn match_piece(ctx: &Ctx, piece: Piece, budget: fanout::Budget) -> Matched {
             rest = walk.into_rest();
             break;
         }
-        let Some(entry) = walk.next() else { break };
+        let Some(entry) = walk.next_entry() else { break };
         if entry.is_dir() {
             continue;
         }
         let rel = entry.relative(&ctx.jail);
-        // By the text itself: a `Path` would be decoded again, byte by byte.
-        if !matcher.is_match_candidate(&globset::Candidate::from_bytes(rel.as_bytes())) {
+        if !matcher.is_match(&rel, entry.is_plain().then(|| entry.name())) {
             continue;
         }
-        let rel = rel.into_owned();
         // A symlink counts when it leads to a file inside the root; one that
         // leads out (or nowhere) is skipped, so no outside path is ever listed.
         let modified_ns = if entry.is_symlink() {
-            match std::fs::metadata(entry.path()) {
-                Ok(meta) if meta.is_file() => std::fs::symlink_metadata(entry.path()).map_or(0, |m| modified_ns(&m)),
+            match std::fs::metadata(entry.path_text()) {
+                Ok(meta) if meta.is_file() => {
+                    std::fs::symlink_metadata(entry.path_text()).map_or(0, |m| modified_ns(&m))
+                }
                 _ => continue,
             }
         } else if entry.is_file() {
-            let path = entry.path();
-            if let (Some(dir), Some(name)) = (path.parent(), path.file_name().and_then(|n| n.to_str())) {
-                files_in
-                    .entry(dir.to_path_buf())
-                    .or_default()
-                    .push((found.len(), name.to_string()));
-            }
+            by_dir.add(&entry, found.len());
             0
         } else {
             continue;
         };
-        found.push(Match { rel, modified_ns });
+        found.push(Match(rel.into_owned(), modified_ns));
         if found.len() >= CANDIDATES {
             break;
         }
     }
-    for (dir, named) in files_in {
-        let (at, names): (Vec<usize>, Vec<String>) = named.into_iter().unzip();
-        // A directory gone since it was listed leaves its files at 0, as a
-        // failed stat of each would.
-        let Ok(stats) = files::stat_names(&path_text(&dir), &names) else {
-            continue;
+    by_dir.stat_into(&mut found);
+    Matched { matches: found, rest }
+}
+
+/// A regular file matched: its index among the matches, and its name,
+/// `None` when it is the tail of the match's relative form.
+type MatchedFile = (usize, Option<String>);
+
+/// The regular files a piece matched, by directory, to be stat'ed with one
+/// `stat-names` call per directory.
+#[derive(Default)]
+struct ByDir {
+    /// Each directory, and its files.
+    dirs: Vec<(String, Vec<MatchedFile>)>,
+    /// Where each directory is in `dirs`.
+    index: HashMap<String, usize>,
+}
+
+impl ByDir {
+    /// The file `entry`, the match at index `at`.
+    fn add(&mut self, entry: &walk::EntryRef<'_>, at: usize) {
+        let dir = entry.dir_text();
+        // A directory's files come one after another, between its subdirectories.
+        let known = match self.dirs.last() {
+            Some((last, _)) if last == dir => Some(self.dirs.len() - 1),
+            _ => self.index.get(dir).copied(),
         };
-        for (i, stat) in at.into_iter().zip(stats) {
-            found[i].modified_ns = stat.map_or(0, |s| s.modified_ns);
+        let i = known.unwrap_or_else(|| {
+            self.index.insert(dir.to_string(), self.dirs.len());
+            self.dirs.push((dir.to_string(), Vec::new()));
+            self.dirs.len() - 1
+        });
+        // A plain name ends the relative form; any other is kept as listed.
+        let name = (!entry.is_plain()).then(|| entry.name().to_string());
+        self.dirs[i].1.push((at, name));
+    }
+
+    /// Each file's modification time into its match. A directory gone since
+    /// it was listed leaves its files at 0, as a failed stat of each would.
+    fn stat_into(self, found: &mut [Match]) {
+        for (dir, files) in self.dirs {
+            let stats = {
+                let names: Vec<&str> = files
+                    .iter()
+                    .map(|(at, name)| match name {
+                        Some(name) => name.as_str(),
+                        None => found[*at].0.rsplit('/').next().unwrap_or_default(),
+                    })
+                    .collect();
+                files::stat_names(&dir, &names)
+            };
+            let Ok(stats) = stats else { continue };
+            for ((at, _), stat) in files.iter().zip(stats) {
+                found[*at].1 = stat.map_or(0, |s| s.modified_ns);
+            }
         }
     }
-    Matched { matches: found, rest }
 }
 
 thread_local! {
     /// Compiling the glob was a quarter of a piece's time.
-    static LAST: fanout::LastCompiled<String, globset::GlobSet> = const { fanout::LastCompiled::new() };
+    static LAST: fanout::LastCompiled<String, Matcher> = const { fanout::LastCompiled::new() };
+}
+
+/// A glob as a walk matches it, entry after entry: most entries of a tree
+/// do not match, and are told so by comparing a few bytes.
+struct Matcher {
+    set: globset::GlobSet,
+    /// The pattern only ever matches text without `/`: then a path matches
+    /// exactly when its last component does, and only that is matched.
+    by_name: bool,
+    /// What every match ends with: the pattern's tail after its last
+    /// special character.
+    suffix: String,
+}
+
+impl Matcher {
+    fn new(pattern: &str) -> Result<Matcher, String> {
+        // With a literal separator, only a `/` of the pattern matches one
+        // (not `*`, `?`, a class, nor `**` inside a component).
+        let by_name = !pattern.contains('/');
+        let tail = pattern
+            .rfind(['*', '?', '[', ']', '{', '}', ',', '\\', '/'])
+            .map_or(0, |i| i + 1);
+        Ok(Matcher {
+            set: compile(pattern)?,
+            by_name,
+            suffix: pattern[tail..].to_string(),
+        })
+    }
+
+    /// Whether the entry whose root-relative form is `rel` matches; `name`
+    /// is its last component, when known to be `rel`'s own tail.
+    fn is_match(&self, rel: &str, name: Option<&str>) -> bool {
+        let subject = match (self.by_name, name) {
+            (false, _) => rel,
+            (true, Some(name)) => name,
+            (true, None) => rel.rsplit('/').next().unwrap_or(rel),
+        };
+        // By the text itself: a `Path` would be decoded again, byte by byte.
+        subject.ends_with(self.suffix.as_str())
+            && self
+                .set
+                .is_match_candidate(&globset::Candidate::from_bytes(subject.as_bytes()))
+    }
 }
 
 /// Compiles a glob the way the spec reads it: `*` and `?` stay inside one
@@ -238,5 +322,70 @@ mod tests {
         let m = compile("src/*.rs").unwrap();
         assert!(m.is_match("src/a.rs") && !m.is_match("src/a/b.rs") && !m.is_match("x/src/a.rs"));
         assert_eq!(compile("a[").unwrap_err(), "invalid glob pattern: a[");
+    }
+
+    #[test]
+    fn the_walks_matcher_answers_as_the_whole_glob_does() {
+        let patterns = [
+            "*.toml",
+            "Cargo.toml",
+            "*_test.go",
+            "*.{rs,toml}",
+            "a?c",
+            "a[!x]b",
+            "a[/]b",
+            "**",
+            "**/x.rs",
+            "a**b",
+            "src/*.rs",
+            "src/**/*.rs",
+            "./x.rs",
+            "\\*.rs",
+            "x\\",
+            "*",
+            "{a,b/c}.rs",
+            "*.",
+            ".*",
+        ];
+        let rels = [
+            "Cargo.toml",
+            "x/Cargo.toml",
+            "x/aCargo.toml",
+            "a.toml",
+            "a/b.toml.orig",
+            "a_test.go",
+            "b/c.rs",
+            "src/a.rs",
+            "src/a/b.rs",
+            "x.rs",
+            "y/x.rs",
+            "abc",
+            "q/abc",
+            "a/b",
+            "axb",
+            "ayb",
+            "*.rs",
+            "d/*.rs",
+            "x\\",
+            "a.",
+            ".hidden",
+            "d/.hidden",
+            "",
+            "a**b",
+            "aqqb",
+            "a/qb",
+        ];
+        for pattern in patterns {
+            let (Ok(set), Ok(matcher)) = (compile(pattern), Matcher::new(pattern)) else {
+                assert!(compile(pattern).is_err() && Matcher::new(pattern).is_err(), "{pattern}");
+                continue;
+            };
+            for rel in rels {
+                let expected = set.is_match(rel);
+                let name = rel.rsplit('/').next();
+                assert_eq!(matcher.is_match(rel, name), expected, "{pattern} on {rel}");
+                assert_eq!(matcher.is_match(rel, None), expected, "{pattern} on {rel}");
+            }
+        }
     }
 }

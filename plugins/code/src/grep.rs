@@ -262,13 +262,9 @@ struct Batch {
 }
 
 /// Up to [`BATCH`] regular files from the walk that pass the include filter.
-fn candidates(
-    ctx: &Ctx,
-    walk: &mut impl Iterator<Item = walk::Entry>,
-    include: Option<&(globset::GlobMatcher, bool)>,
-) -> Batch {
+fn candidates(ctx: &Ctx, walk: &mut walk::Walk, include: Option<&(globset::GlobMatcher, bool)>) -> Batch {
     let mut batch = Batch::default();
-    for entry in walk.by_ref() {
+    while let Some(entry) = walk.next_entry() {
         if !entry.is_file() {
             continue;
         }
@@ -283,9 +279,8 @@ fn candidates(
                 continue;
             }
         }
-        let rel = rel.into_owned();
-        batch.paths.push(entry.into_path_text());
-        batch.rels.push(rel);
+        batch.rels.push(rel.into_owned());
+        batch.paths.push(entry.path_text().to_string());
         if batch.paths.len() == BATCH {
             break;
         }

@@ -62,33 +62,23 @@ impl Entry {
         Path::new(&self.path)
     }
 
-    /// The absolute path as text, which the host's `files` calls take.
-    pub fn into_path_text(self) -> String {
-        self.path
-    }
-
-    /// A regular file (not a symlink to one).
-    pub fn is_file(&self) -> bool {
-        matches!(self.kind, Kind::File)
-    }
-
     /// A directory (not a symlink to one).
     pub fn is_dir(&self) -> bool {
         matches!(self.kind, Kind::Directory)
     }
 
-    /// A symlink, whatever it points at.
-    pub fn is_symlink(&self) -> bool {
-        matches!(self.kind, Kind::Symlink)
+    /// The root-relative form, as [`EntryRef::relative`] gives it.
+    pub fn relative(&self, jail: &Jail) -> Cow<'_, str> {
+        self.borrowed().relative(jail)
     }
 
-    /// The root-relative form, as [`Jail::relative`] gives it; borrowed from
-    /// `path` where the walk knows where it starts, so matching every entry
-    /// of a walk compares no prefixes, decodes nothing and allocates nothing.
-    pub fn relative(&self, jail: &Jail) -> Cow<'_, str> {
-        match self.relative_start.and_then(|start| self.path.get(start..)) {
-            Some(relative) => Cow::Borrowed(relative),
-            None => Cow::Owned(jail.relative(self.path())),
+    /// The entry as the walk gives it.
+    fn borrowed(&self) -> EntryRef<'_> {
+        EntryRef {
+            path: &self.path,
+            name_start: self.path.rfind('/').map_or(0, |slash| slash + 1),
+            kind: self.kind,
+            relative_start: self.relative_start,
         }
     }
 }
@@ -145,7 +135,7 @@ fn add_lines(builder: &mut GitignoreBuilder, path: &Path, text: &[u8]) {
 pub fn entries_of(jail: &Jail, mut piece: Vec<Entry>) -> Walk {
     known_relative_starts(jail, &mut piece);
     let mut walk = Walk::new(jail);
-    walk.stack.push(piece.into_iter());
+    walk.stack.push(Level::Given(piece.into_iter()));
     walk
 }
 
@@ -211,15 +201,151 @@ fn cut(walk: &Walk, mut items: Vec<Entry>, count: usize) -> Vec<Vec<Entry>> {
 pub struct Walk {
     gitignore: Gitignore,
     jail: Jail,
-    stack: Vec<std::vec::IntoIter<Entry>>,
+    stack: Vec<Level>,
+    /// The path of the entry last given by [`Walk::next_entry`]: built here,
+    /// so an entry the caller passes over costs no allocation.
+    current: String,
+}
+
+/// What is left of one level of a walk.
+enum Level {
+    /// Entries handed over as they are (a piece, or a directory's children
+    /// listed to cut pieces).
+    Given(std::vec::IntoIter<Entry>),
+    /// A directory entered by the walk, its children as the host listed them.
+    Listed(Listed),
+}
+
+/// A directory being walked: the host's listing and how far through it the
+/// walk is. Its children are filtered (`.git`, the `.gitignore`) as they
+/// are given.
+struct Listed {
+    /// The directory's path and the separator its children's paths take.
+    prefix: String,
+    children: Children,
+}
+
+/// What is left of a directory's listing.
+struct Children {
+    listing: files::Listing,
+    /// The next child's index, and where its name starts in the names.
+    next: usize,
+    at: usize,
+    /// Where a plain child's relative form starts, if it has one.
+    relative_start: Option<usize>,
+    /// Whether some name holds a separator: then each is checked.
+    separators: bool,
+}
+
+impl Children {
+    /// The next child's name and kind, and where its relative form starts.
+    fn next_child(&mut self) -> Option<(&str, Kind, Option<usize>)> {
+        let (name, kind) = self.listing.entry_at(self.next, self.at)?;
+        self.next += 1;
+        self.at += name.len();
+        // No separator in any name: then a name is plain unless it is empty,
+        // `.` or `..`.
+        let plain = if self.separators {
+            is_plain_name(name.as_bytes())
+        } else {
+            !name.is_empty() && name != "." && name != ".."
+        };
+        Some((name, kind, self.relative_start.filter(|_| plain)))
+    }
+}
+
+/// An entry of a walk as [`Walk::next_entry`] gives it, borrowed from the
+/// walk until the next one.
+pub struct EntryRef<'a> {
+    path: &'a str,
+    /// Where the name starts in `path`.
+    name_start: usize,
+    /// What it is; a symlink is not followed.
+    pub kind: Kind,
+    relative_start: Option<usize>,
+}
+
+impl<'a> EntryRef<'a> {
+    /// The absolute path as text, which the host's `files` calls take.
+    pub fn path_text(&self) -> &str {
+        self.path
+    }
+
+    /// The directory the entry is in, as text (its path without the name).
+    pub fn dir_text(&self) -> &str {
+        let dir = &self.path[..self.name_start];
+        match dir.strip_suffix('/') {
+            Some(without) if !without.is_empty() => without,
+            _ => dir,
+        }
+    }
+
+    /// The entry's name in its directory, as the host listed it.
+    pub fn name(&self) -> &str {
+        &self.path[self.name_start..]
+    }
+
+    /// Whether the name is plain (see [`is_plain_name`]) and the root-relative
+    /// form is the path's own tail, so that the form ends with the name.
+    pub fn is_plain(&self) -> bool {
+        self.relative_start.is_some()
+    }
+
+    /// A regular file (not a symlink to one).
+    pub fn is_file(&self) -> bool {
+        matches!(self.kind, Kind::File)
+    }
+
+    /// A directory (not a symlink to one).
+    pub fn is_dir(&self) -> bool {
+        matches!(self.kind, Kind::Directory)
+    }
+
+    /// A symlink, whatever it points at.
+    pub fn is_symlink(&self) -> bool {
+        matches!(self.kind, Kind::Symlink)
+    }
+
+    /// The root-relative form, as [`Jail::relative`] gives it; borrowed from
+    /// the path where the walk knows where it starts, so matching every
+    /// entry of a walk compares no prefixes, decodes nothing and allocates
+    /// nothing.
+    pub fn relative(&self, jail: &Jail) -> Cow<'a, str> {
+        match self.relative_start.and_then(|start| self.path.get(start..)) {
+            Some(relative) => Cow::Borrowed(relative),
+            None => Cow::Owned(jail.relative(Path::new(self.path))),
+        }
+    }
+
+    /// The entry, owned.
+    pub fn to_entry(&self) -> Entry {
+        Entry {
+            path: self.path.to_string(),
+            kind: self.kind,
+            relative_start: self.relative_start,
+        }
+    }
 }
 
 impl Walk {
     /// What the walk has not given yet, as a piece: walked with
     /// [`entries_of`] it gives those entries, in the same order. A
     /// directory already given is not in it, what is left of it is.
-    pub fn into_rest(self) -> Vec<Entry> {
-        self.stack.into_iter().rev().flatten().collect()
+    pub fn into_rest(mut self) -> Vec<Entry> {
+        let mut rest = Vec::new();
+        while let Some(level) = self.stack.pop() {
+            match level {
+                Level::Given(entries) => rest.extend(entries),
+                Level::Listed(mut listed) => {
+                    while let Some((name, kind, relative_start)) = listed.children.next_child() {
+                        if let Some(entry) = self.shown(&listed.prefix, name, kind, relative_start) {
+                            rest.push(entry);
+                        }
+                    }
+                }
+            }
+        }
+        rest
     }
 
     fn new(jail: &Jail) -> Walk {
@@ -227,6 +353,7 @@ impl Walk {
             gitignore: root_gitignore(jail),
             jail: jail.clone(),
             stack: Vec::new(),
+            current: String::new(),
         }
     }
 
@@ -255,69 +382,119 @@ impl Walk {
     /// lists them); an unreadable directory has none. `relative_start` is
     /// where a plain child's relative form starts, if it has one.
     fn children(&self, dir: &str, relative_start: Option<usize>) -> Vec<Entry> {
-        let Ok(listed) = files::list_dir(dir) else {
+        let Some(mut listed) = listed(dir, relative_start) else {
             return Vec::new();
         };
-        // No separator in any name (one pass over them all, not one per
-        // name): then a name is plain unless it is empty, `.` or `..`.
-        let separators = listed.names().bytes().any(|b| b == b'/' || b == b'\\');
-        // `Path::push` adds no `/` after a trailing one (the filesystem's root).
-        let separator = if dir.ends_with('/') { "" } else { "/" };
-        let mut children = Vec::with_capacity(listed.len());
-        for (name, kind) in listed.iter() {
-            if name == ".git" {
-                continue;
-            }
-            // Sized once: `join` would grow it.
-            let mut path = String::with_capacity(dir.len() + separator.len() + name.len());
-            path.push_str(dir);
-            path.push_str(separator);
-            path.push_str(name);
-            let plain = if separators {
-                is_plain_name(name.as_bytes())
-            } else {
-                !name.is_empty() && name != "." && name != ".."
-            };
-            let entry = Entry {
-                path,
-                kind,
-                relative_start: relative_start.filter(|_| plain),
-            };
-            if !self.ignored(&entry) {
-                children.push(entry);
-            }
+        let mut children = Vec::with_capacity(listed.children.listing.len());
+        while let Some((name, kind, relative_start)) = listed.children.next_child() {
+            children.extend(self.shown(&listed.prefix, name, kind, relative_start));
         }
         children
     }
 
-    fn ignored(&self, entry: &Entry) -> bool {
+    /// The child `name` of the directory whose children's paths start with
+    /// `prefix`, unless the walk leaves it out.
+    fn shown(&self, prefix: &str, name: &str, kind: Kind, relative_start: Option<usize>) -> Option<Entry> {
+        if name == ".git" {
+            return None;
+        }
+        // Sized once: `join` would grow it.
+        let mut path = String::with_capacity(prefix.len() + name.len());
+        path.push_str(prefix);
+        path.push_str(name);
+        let is_dir = matches!(kind, Kind::Directory);
+        (!self.ignored(&path, is_dir, relative_start)).then_some(Entry {
+            path,
+            kind,
+            relative_start,
+        })
+    }
+
+    fn ignored(&self, path: &str, is_dir: bool, relative_start: Option<usize>) -> bool {
         !self.gitignore.is_empty()
-            && (entry.relative_start.is_some() || entry.path().starts_with(self.jail.root()))
+            && (relative_start.is_some() || Path::new(path).starts_with(self.jail.root()))
             && self
                 .gitignore
-                .matched_path_or_any_parents(entry.path(), entry.is_dir())
+                .matched_path_or_any_parents(Path::new(path), is_dir)
                 .is_ignore()
     }
+
+    /// The next entry, each entry and below each directory its descendants:
+    /// what [`Iterator::next`] gives, borrowed, so that passing over an
+    /// entry allocates nothing.
+    pub fn next_entry(&mut self) -> Option<EntryRef<'_>> {
+        let (kind, relative_start, name_start) = loop {
+            match self.stack.last_mut()? {
+                Level::Given(entries) => match entries.next() {
+                    Some(entry) => {
+                        let name_start = entry.borrowed().name_start;
+                        self.current = entry.path;
+                        break (entry.kind, entry.relative_start, name_start);
+                    }
+                    None => {
+                        self.stack.pop();
+                    }
+                },
+                Level::Listed(listed) => match listed.children.next_child() {
+                    Some((name, kind, relative_start)) => {
+                        if name == ".git" {
+                            continue;
+                        }
+                        self.current.clear();
+                        self.current.push_str(&listed.prefix);
+                        self.current.push_str(name);
+                        let name_start = listed.prefix.len();
+                        let is_dir = matches!(kind, Kind::Directory);
+                        if !self.ignored(&self.current, is_dir, relative_start) {
+                            break (kind, relative_start, name_start);
+                        }
+                    }
+                    None => {
+                        self.stack.pop();
+                    }
+                },
+            }
+        };
+        if matches!(kind, Kind::Directory) {
+            // An unreadable directory has no children.
+            if let Some(listed) = listed(&self.current, relative_start) {
+                self.stack.push(Level::Listed(listed));
+            }
+        }
+        Some(EntryRef {
+            path: &self.current,
+            name_start,
+            kind,
+            relative_start,
+        })
+    }
+}
+
+/// The directory `dir` as the host lists it, ready to walk; `None` when it
+/// cannot be read.
+fn listed(dir: &str, relative_start: Option<usize>) -> Option<Listed> {
+    let listing = files::list_dir(dir).ok()?;
+    // One pass over all the names, not one per name.
+    let separators = listing.names().bytes().any(|b| b == b'/' || b == b'\\');
+    // `Path::push` adds no `/` after a trailing one (the filesystem's root).
+    let separator = if dir.ends_with('/') { "" } else { "/" };
+    Some(Listed {
+        prefix: format!("{dir}{separator}"),
+        children: Children {
+            listing,
+            next: 0,
+            at: 0,
+            relative_start,
+            separators,
+        },
+    })
 }
 
 impl Iterator for Walk {
     type Item = Entry;
 
     fn next(&mut self) -> Option<Entry> {
-        loop {
-            let entry = match self.stack.last_mut()?.next() {
-                Some(entry) => entry,
-                None => {
-                    self.stack.pop();
-                    continue;
-                }
-            };
-            if entry.is_dir() {
-                let children = self.children_of(&entry);
-                self.stack.push(children.into_iter());
-            }
-            return Some(entry);
-        }
+        self.next_entry().map(|entry| entry.to_entry())
     }
 }
 

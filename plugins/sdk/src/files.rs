@@ -191,6 +191,17 @@ impl Listing {
         names.zip(self.0.kinds.iter().copied())
     }
 
+    /// The entry at `index`, its name starting at byte `at` of
+    /// [`Listing::names`] (the lengths of the names before it added up): its
+    /// name and kind. For a walk that goes through a listing one entry at a
+    /// time and keeps both; `None` past the end or for an `at` that does not
+    /// start a name.
+    pub fn entry_at(&self, index: usize, at: usize) -> Option<(&str, Kind)> {
+        let length = *self.0.lengths.get(index)? as usize;
+        let name = self.0.names.get(at..at.checked_add(length)?)?;
+        Some((name, self.0.kinds[index]))
+    }
+
     /// Every name, one after the other.
     pub fn names(&self) -> &str {
         &self.0.names
@@ -224,7 +235,7 @@ pub const MAX_NAME_BYTES: usize = 4095;
 /// host call per 16,384 names instead of a WASI call each. `None` for a
 /// name that is not there, cannot be stat'ed or is not one plain path
 /// component.
-pub fn stat_names(path: &str, names: &[String]) -> Result<Vec<Option<EntryStat>>, String> {
+pub fn stat_names(path: &str, names: &[impl AsRef<str>]) -> Result<Vec<Option<EntryStat>>, String> {
     let mut stats = Vec::with_capacity(names.len());
     let mut rest = names;
     while !rest.is_empty() {
@@ -232,7 +243,8 @@ pub fn stat_names(path: &str, names: &[String]) -> Result<Vec<Option<EntryStat>>
         // `none`), so a `/` in it cannot split it into two.
         let (mut joined, mut count) = (String::new(), 0);
         for name in rest.iter().take(MAX_STAT_NAMES) {
-            let name = if is_statable_name(name) { name.as_str() } else { "." };
+            let name = name.as_ref();
+            let name = if is_statable_name(name) { name } else { "." };
             if count > 0 && joined.len() + 1 + name.len() > MAX_STAT_NAME_BYTES {
                 break;
             }

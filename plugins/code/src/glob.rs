@@ -251,8 +251,9 @@ struct Matcher {
 impl Matcher {
     fn new(pattern: &str) -> Result<Matcher, String> {
         // With a literal separator, only a `/` of the pattern matches one
-        // (not `*`, `?`, a class, nor `**` inside a component).
-        let by_name = !pattern.contains('/');
+        // (not `*`, `?` nor a class), and a `**` after an escaped `{` or `,`
+        // (globset reads it as `/**`).
+        let by_name = !pattern.contains('/') && !pattern.contains("**");
         let tail = pattern
             .rfind(['*', '?', '[', ']', '{', '}', ',', '\\', '/'])
             .map_or(0, |i| i + 1);
@@ -346,6 +347,9 @@ mod tests {
             "{a,b/c}.rs",
             "*.",
             ".*",
+            "{a\\,**}",
+            "{a\\,**}.rs",
+            "{\\{**,b}",
         ];
         let rels = [
             "Cargo.toml",
@@ -374,6 +378,10 @@ mod tests {
             "a**b",
             "aqqb",
             "a/qb",
+            "a/x.rs",
+            "/x",
+            "x//y",
+            "a/b/c",
         ];
         for pattern in patterns {
             let (Ok(set), Ok(matcher)) = (compile(pattern), Matcher::new(pattern)) else {

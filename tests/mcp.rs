@@ -111,8 +111,13 @@ struct Raw {
 
 impl Raw {
     fn start(p: &Project) -> Raw {
-        let mut child = p
-            .command()
+        Raw::start_with(p.command(), "{}")
+    }
+
+    /// A connection to `iota-host` started as `command`, whose client
+    /// declares `capabilities` (JSON).
+    fn start_with(mut command: std::process::Command, capabilities: &str) -> Raw {
+        let mut child = command
             .arg("serve")
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
@@ -132,7 +137,9 @@ impl Raw {
             stdin: Some(stdin),
             lines,
         };
-        raw.send(r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#);
+        raw.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{capabilities},"clientInfo":{{"name":"raw","version":"1"}}}}}}"#
+        ));
         raw.reply(1);
         raw.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
         raw
@@ -193,6 +200,40 @@ fn a_cancelled_call_stops_its_command_and_the_session_goes_on() {
     });
     raw.send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"shell","arguments":{"command":"echo still here"}}}"#);
     assert_eq!(raw.reply(4)["result"]["content"][0]["text"], "still here");
+}
+
+#[test]
+fn a_cancelled_call_withdraws_its_open_question_and_a_late_answer_writes_nothing() {
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      code:\n");
+    let mut raw = Raw::start_with(p.command_asking_the_client(), r#"{"elicitation":{}}"#);
+    raw.send(r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"new.txt","content":"hi"}}}"#);
+    let asked = raw.next_message(|v| v["method"] == "elicitation/create");
+    assert_eq!(
+        asked["params"]["message"].as_str().unwrap().lines().next(),
+        Some("Allow write_file new.txt?")
+    );
+    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"user"}}"#);
+    let withdrawn = raw.next_message(|v| v["method"] == "notifications/cancelled");
+    assert_eq!(withdrawn["params"]["requestId"], asked["id"], "{withdrawn}");
+    // The person answers after all: the question is gone, so nothing is written.
+    raw.send(
+        &serde_json::json!({
+            "jsonrpc": "2.0",
+            "id": asked["id"],
+            "result": {"action": "accept", "content": {"decision": "allow once"}},
+        })
+        .to_string(),
+    );
+    raw.send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"list_dir","arguments":{}}}"#);
+    let listed = raw.reply(4);
+    assert!(!p.path("new.txt").exists(), "{listed}");
+    assert!(
+        !listed["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("new.txt"),
+        "{listed}"
+    );
 }
 
 /// Approvals, `choose` and `confirm` through a client that answers forms, in

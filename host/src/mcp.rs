@@ -232,7 +232,7 @@ impl ServerHandler for McpServer {
             (Some(ui), _) => ui.clone(),
             (None, Some(replay)) => replay.clone(),
             (None, None) if answers_forms(&context) => Arc::new(FormUi::new(PeerCarrier::new(
-                context.peer.clone(),
+                context.clone(),
                 tokio::runtime::Handle::current(),
             ))),
             (None, None) => Arc::new(NoUi),

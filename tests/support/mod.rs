@@ -153,16 +153,23 @@ impl Project {
     /// The binary with this project's root, config and answers, in its own
     /// world ([`Project::isolate`]).
     pub fn command(&self) -> Command {
+        let mut cmd = self.command_asking_the_client();
+        match &self.answers {
+            Some(answers) => cmd.arg("--answers").arg(answers),
+            None => cmd.arg("--non-interactive"),
+        };
+        cmd
+    }
+
+    /// `iota-host` for this project as an MCP client starts it: questions
+    /// go to the client (no `--answers`, no `--non-interactive`).
+    pub fn command_asking_the_client(&self) -> Command {
         let mut cmd = Command::new(BIN);
         self.isolate(&mut cmd);
         cmd.current_dir(&self.root).arg("--root").arg(&self.root);
         if let Some(config) = &self.config {
             cmd.arg("--config").arg(config);
         }
-        match &self.answers {
-            Some(answers) => cmd.arg("--answers").arg(answers),
-            None => cmd.arg("--non-interactive"),
-        };
         cmd
     }
 

@@ -9,8 +9,8 @@
 
 use super::{Approval, ApprovalRequest, Ui};
 use crate::caps::bindings::iota::toolset::ui::{Answer, Question};
-use rmcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
-use rmcp::service::{Peer, RoleServer};
+use rmcp::model::{ClientResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ServerRequest};
+use rmcp::service::{PeerRequestOptions, RequestContext, RoleServer};
 use serde_json::{Map, Value, json};
 
 /// The approval choices, as the spec names them.
@@ -180,14 +180,17 @@ impl<C: Carrier> Ui for FormUi<C> {
 /// Forms as `elicitation/create` requests, sent while the call waits (the
 /// protocol versions before 2026-07-28).
 pub struct PeerCarrier {
-    peer: Peer<RoleServer>,
+    /// The call's request: its peer takes the forms, and its cancellation
+    /// withdraws a form still open.
+    call: RequestContext<RoleServer>,
     runtime: tokio::runtime::Handle,
 }
 
 impl PeerCarrier {
-    /// Asks through `peer`; `runtime` drives the requests from blocking threads.
-    pub fn new(peer: Peer<RoleServer>, runtime: tokio::runtime::Handle) -> PeerCarrier {
-        PeerCarrier { peer, runtime }
+    /// Asks the client of the call `call`; `runtime` drives the requests
+    /// from blocking threads.
+    pub fn new(call: RequestContext<RoleServer>, runtime: tokio::runtime::Handle) -> PeerCarrier {
+        PeerCarrier { call, runtime }
     }
 }
 
@@ -196,11 +199,34 @@ impl Carrier for PeerCarrier {
         true
     }
 
+    /// A person may take their time, so a form waits for its answer as long
+    /// as the call lasts; when the client cancels the call, the form is
+    /// withdrawn (the client is told) and counts as unanswered, so an
+    /// approval it held is denied and the call can end.
     fn ask(&self, form: &Form) -> Option<Map<String, Value>> {
-        let result = self
-            .runtime
-            .block_on(self.peer.create_elicitation(form.params()?))
-            .ok()?;
-        accepted(&result)
+        let request = ServerRequest::ElicitRequest(ElicitRequest::new(form.params()?));
+        self.runtime.block_on(async {
+            if self.call.ct.is_cancelled() {
+                return None;
+            }
+            let mut open = self
+                .call
+                .peer
+                .send_cancellable_request(request, PeerRequestOptions::no_options())
+                .await
+                .ok()?;
+            let answer = tokio::select! {
+                answer = &mut open.rx => Some(answer),
+                () = self.call.ct.cancelled() => None,
+            };
+            match answer {
+                Some(Ok(Ok(ClientResult::ElicitResult(result)))) => accepted(&result),
+                Some(_) => None,
+                None => {
+                    let _ = open.cancel(Some("the tool call was cancelled".into())).await;
+                    None
+                }
+            }
+        })
     }
 }

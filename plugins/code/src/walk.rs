@@ -199,8 +199,7 @@ fn cut(walk: &Walk, mut items: Vec<Entry>, count: usize) -> Vec<Vec<Entry>> {
 /// A walk of a piece: the directories being walked, innermost last, each
 /// with what is left of it.
 pub struct Walk {
-    gitignore: Gitignore,
-    jail: Jail,
+    shown: Shown,
     stack: Vec<Level>,
     /// The path of the entry last given by [`Walk::next_entry`]: built here,
     /// so an entry the caller passes over costs no allocation.
@@ -336,13 +335,7 @@ impl Walk {
         while let Some(level) = self.stack.pop() {
             match level {
                 Level::Given(entries) => rest.extend(entries),
-                Level::Listed(mut listed) => {
-                    while let Some((name, kind, relative_start)) = listed.children.next_child() {
-                        if let Some(entry) = self.shown(&listed.prefix, name, kind, relative_start) {
-                            rest.push(entry);
-                        }
-                    }
-                }
+                Level::Listed(listed) => self.shown.children(listed, &mut rest),
             }
         }
         rest
@@ -350,8 +343,10 @@ impl Walk {
 
     fn new(jail: &Jail) -> Walk {
         Walk {
-            gitignore: root_gitignore(jail),
-            jail: jail.clone(),
+            shown: Shown {
+                gitignore: root_gitignore(jail),
+                jail: jail.clone(),
+            },
             stack: Vec::new(),
             current: String::new(),
         }
@@ -365,7 +360,7 @@ impl Walk {
         // of a made-up child, by bytes of the path, so only where its text
         // is those bytes.
         let relative_start = match text {
-            Cow::Borrowed(_) => self.jail.relative_start(&dir.join("x")),
+            Cow::Borrowed(_) => self.shown.jail.relative_start(&dir.join("x")),
             Cow::Owned(_) => None,
         };
         self.children(&text, relative_start)
@@ -382,41 +377,12 @@ impl Walk {
     /// lists them); an unreadable directory has none. `relative_start` is
     /// where a plain child's relative form starts, if it has one.
     fn children(&self, dir: &str, relative_start: Option<usize>) -> Vec<Entry> {
-        let Some(mut listed) = listed(dir, relative_start) else {
+        let Some(listed) = listed(dir, relative_start) else {
             return Vec::new();
         };
         let mut children = Vec::with_capacity(listed.children.listing.len());
-        while let Some((name, kind, relative_start)) = listed.children.next_child() {
-            children.extend(self.shown(&listed.prefix, name, kind, relative_start));
-        }
+        self.shown.children(listed, &mut children);
         children
-    }
-
-    /// The child `name` of the directory whose children's paths start with
-    /// `prefix`, unless the walk leaves it out.
-    fn shown(&self, prefix: &str, name: &str, kind: Kind, relative_start: Option<usize>) -> Option<Entry> {
-        if name == ".git" {
-            return None;
-        }
-        // Sized once: `join` would grow it.
-        let mut path = String::with_capacity(prefix.len() + name.len());
-        path.push_str(prefix);
-        path.push_str(name);
-        let is_dir = matches!(kind, Kind::Directory);
-        (!self.ignored(&path, is_dir, relative_start)).then_some(Entry {
-            path,
-            kind,
-            relative_start,
-        })
-    }
-
-    fn ignored(&self, path: &str, is_dir: bool, relative_start: Option<usize>) -> bool {
-        !self.gitignore.is_empty()
-            && (relative_start.is_some() || Path::new(path).starts_with(self.jail.root()))
-            && self
-                .gitignore
-                .matched_path_or_any_parents(Path::new(path), is_dir)
-                .is_ignore()
     }
 
     /// The next entry, each entry and below each directory its descendants:
@@ -437,16 +403,11 @@ impl Walk {
                 },
                 Level::Listed(listed) => match listed.children.next_child() {
                     Some((name, kind, relative_start)) => {
-                        if name == ".git" {
-                            continue;
-                        }
-                        self.current.clear();
-                        self.current.push_str(&listed.prefix);
-                        self.current.push_str(name);
-                        let name_start = listed.prefix.len();
-                        let is_dir = matches!(kind, Kind::Directory);
-                        if !self.ignored(&self.current, is_dir, relative_start) {
-                            break (kind, relative_start, name_start);
+                        if self
+                            .shown
+                            .child(&mut self.current, &listed.prefix, name, kind, relative_start)
+                        {
+                            break (kind, relative_start, listed.prefix.len());
                         }
                     }
                     None => {
@@ -467,6 +428,53 @@ impl Walk {
             kind,
             relative_start,
         })
+    }
+}
+
+/// What of a directory's children the walk shows: not `.git`, nor what the
+/// root `.gitignore` ignores.
+struct Shown {
+    gitignore: Gitignore,
+    jail: Jail,
+}
+
+impl Shown {
+    /// Whether the walk shows the child `name` of the directory whose
+    /// children's paths start with `prefix`; its path is left in `path`
+    /// when it does.
+    fn child(&self, path: &mut String, prefix: &str, name: &str, kind: Kind, relative_start: Option<usize>) -> bool {
+        if name == ".git" {
+            return false;
+        }
+        path.clear();
+        path.reserve(prefix.len() + name.len());
+        path.push_str(prefix);
+        path.push_str(name);
+        !self.ignored(path, matches!(kind, Kind::Directory), relative_start)
+    }
+
+    /// The children of `listed` the walk has not given yet and shows, owned,
+    /// onto `out`.
+    fn children(&self, mut listed: Listed, out: &mut Vec<Entry>) {
+        while let Some((name, kind, relative_start)) = listed.children.next_child() {
+            let mut path = String::new();
+            if self.child(&mut path, &listed.prefix, name, kind, relative_start) {
+                out.push(Entry {
+                    path,
+                    kind,
+                    relative_start,
+                });
+            }
+        }
+    }
+
+    fn ignored(&self, path: &str, is_dir: bool, relative_start: Option<usize>) -> bool {
+        !self.gitignore.is_empty()
+            && (relative_start.is_some() || Path::new(path).starts_with(self.jail.root()))
+            && self
+                .gitignore
+                .matched_path_or_any_parents(Path::new(path), is_dir)
+                .is_ignore()
     }
 }
 

@@ -116,27 +116,8 @@ impl Raw {
 
     /// A connection to `iota-host` started as `command`, whose client
     /// declares `capabilities` (JSON).
-    fn start_with(mut command: std::process::Command, capabilities: &str) -> Raw {
-        let mut child = command
-            .arg("serve")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            use std::io::BufRead;
-            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-                let _ = tx.send(line);
-            }
-        });
-        let mut raw = Raw {
-            child,
-            stdin: Some(stdin),
-            lines,
-        };
+    fn start_with(command: std::process::Command, capabilities: &str) -> Raw {
+        let mut raw = Raw::spawn(command);
         raw.send(&format!(
             r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{capabilities},"clientInfo":{{"name":"raw","version":"1"}}}}}}"#
         ));
@@ -771,5 +752,256 @@ impl Raw {
     /// The next error reply that has no id (skipping other messages).
     fn reply_null(&self) -> serde_json::Value {
         self.next_message(|v| v["id"].is_null() && v.get("error").is_some())
+    }
+}
+
+/// A small deterministic generator for the fuzz below (xorshift64*).
+struct Dice(u64);
+
+impl Dice {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// One message of the fuzz: its line, and the id a reply must carry when
+/// one is owed.
+fn fuzzed_message(dice: &mut Dice, i: usize, meta: &serde_json::Value) -> (String, Option<serde_json::Value>) {
+    use serde_json::json;
+    let id = if dice.below(4) == 0 {
+        json!(format!("s{i}\"\\é\u{1}"))
+    } else {
+        json!(1000 + i as u64)
+    };
+    let deep = |depth: usize| format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    let wrong = [json!(7), json!("x"), json!([1]), json!(null), json!(true), json!(1e308)];
+    let mut pick = |n: usize| dice.below(n as u64) as usize;
+    let request = |method: &str, params: Option<serde_json::Value>| {
+        let mut request = json!({"jsonrpc": "2.0", "id": id, "method": method});
+        if let Some(mut params) = params {
+            if let Some(object) = params.as_object_mut()
+                && !meta.is_null()
+            {
+                object.insert("_meta".into(), meta.clone());
+            }
+            request["params"] = params;
+        } else if !meta.is_null() {
+            request["params"] = json!({"_meta": meta});
+        }
+        request.to_string()
+    };
+    match pick(16) {
+        0 => (request("tools/list", None), Some(id)),
+        1 => (request("ping", None), Some(id)),
+        2 => {
+            let path = ["a.txt", "../../etc/passwd", "", "\u{0}", "x/../../y"][pick(5)];
+            let args = json!({"name": "read_file", "arguments": {"path": path, "offset": pick(5), "limit": 1}});
+            (request("tools/call", Some(args)), Some(id))
+        }
+        3 => {
+            let args = json!({"name": "read_file", "arguments": wrong[pick(wrong.len())]});
+            (request("tools/call", Some(args)), Some(id))
+        }
+        4 => {
+            let args = json!({"name": wrong[pick(wrong.len())], "arguments": {}});
+            (request("tools/call", Some(args)), Some(id))
+        }
+        5 => {
+            let mut line = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call"});
+            line["params"] = wrong[pick(wrong.len())].clone();
+            (line.to_string(), Some(id))
+        }
+        6 => {
+            let method = [
+                "foo/bar",
+                "",
+                "tools/lists",
+                "resources/read",
+                "prompts/get",
+                "completion/complete",
+            ][pick(6)];
+            (request(method, Some(json!({"x": 1}))), Some(id))
+        }
+        7 => {
+            // Nested past any parser's recursion limit, in the arguments or
+            // at the top of the params.
+            let depth = [100, 129, 200, 5_000, 100_000][pick(5)];
+            let line = if pick(2) == 0 {
+                format!(
+                    r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"grep","arguments":{{"pattern":"a","x":{}}}}},"id":{id}}}"#,
+                    deep(depth)
+                )
+            } else {
+                format!(
+                    r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list","params":{}}}"#,
+                    deep(depth)
+                )
+            };
+            (line, Some(id))
+        }
+        8 => {
+            let line = format!(
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"read_file","arguments":{{"path":"a.txt","offset":123456789012345678901234567890,"limit":-1e400}}}}}}"#
+            );
+            (line, Some(id))
+        }
+        9 => {
+            let cancelled = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1000 + pick(i + 1), "reason": "fuzz"}});
+            (cancelled.to_string(), None)
+        }
+        10 => {
+            let line = [
+                "}{",
+                "null",
+                "42",
+                "\"text\"",
+                "[]",
+                "[1,2]",
+                "{\"jsonrpc\":\"2.0\"}",
+                "\u{feff}{",
+                "{\"method\":7}",
+            ][pick(9)];
+            (line.to_string(), None)
+        }
+        11 => (format!(r#"{{"jsonrpc":"2.0","id":{id}}}"#), Some(id)),
+        12 => (format!(r#"{{"jsonrpc":"1.0","id":{id},"method":"ping"}}"#), Some(id)),
+        13 => (
+            format!(r#"{{"id":{id},"method":"ping","params":{{"_meta":7}}}}"#),
+            Some(id),
+        ),
+        14 => {
+            // A huge number as the id is not one a reply can carry.
+            (
+                r#"{"jsonrpc":"2.0","id":123456789012345678901234567890,"method":"ping"}"#.to_string(),
+                None,
+            )
+        }
+        _ => (
+            request(
+                "tools/call",
+                Some(json!({"name": "glob", "arguments": {"pattern": "**/*"}})),
+            ),
+            Some(id),
+        ),
+    }
+}
+
+/// A structured fuzz of `serve` in both protocol eras: framing, nesting
+/// past every parser's limit, every params field with wrong types, huge
+/// numbers, unknown methods, interleaved cancellations. Every request with
+/// an id a reply can carry is answered with that id, the server stays
+/// alive and answers after it all, and its memory stays bounded.
+#[test]
+fn every_request_is_answered_whatever_it_holds() {
+    let seed = 0x9e37_79b9_7f4a_7c15 ^ u64::from(support::run_tag());
+    for era in ["handshake", "2026-07-28"] {
+        let p = Project::new().config("agents:\n  a:\n    tools:\n      code:\n");
+        p.write("a.txt", "a\n");
+        let (mut raw, meta) = if era == "handshake" {
+            (Raw::start(&p), serde_json::Value::Null)
+        } else {
+            let meta = serde_json::json!({
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {},
+            });
+            (Raw::bare(&p), meta)
+        };
+        let mut dice = Dice(seed);
+        let mut owed: Vec<(serde_json::Value, String)> = Vec::new();
+        let mut cancelled = std::collections::HashSet::new();
+        for i in 0..400 {
+            let (line, id) = fuzzed_message(&mut dice, i, &meta);
+            raw.send(&line);
+            owed.extend(id.map(|id| (id, line.chars().take(300).collect())));
+            // A request the client cancelled is owed no reply (MCP: the
+            // receiver should not send one).
+            if let Ok(message) = serde_json::from_str::<serde_json::Value>(&line)
+                && message["method"] == "notifications/cancelled"
+            {
+                cancelled.insert(message["params"]["requestId"].to_string());
+            }
+        }
+        owed.retain(|(id, _)| !cancelled.contains(&id.to_string()));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        let mut answered = std::collections::HashSet::new();
+        let open = |answered: &std::collections::HashSet<String>| {
+            owed.iter().any(|(id, _)| !answered.contains(&id.to_string()))
+        };
+        while open(&answered) && std::time::Instant::now() < deadline {
+            let Ok(line) = raw.lines.recv_timeout(std::time::Duration::from_secs(10)) else {
+                break;
+            };
+            let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if reply.get("method").is_none() {
+                answered.insert(reply["id"].to_string());
+            }
+        }
+        let unanswered: Vec<&(serde_json::Value, String)> = owed
+            .iter()
+            .filter(|(id, _)| !answered.contains(&id.to_string()))
+            .collect();
+        assert!(
+            unanswered.is_empty(),
+            "{era}, seed {seed:#x}: {} of {} requests had no reply: {unanswered:?}",
+            unanswered.len(),
+            owed.len()
+        );
+        let mut last = serde_json::json!({"jsonrpc": "2.0", "id": 999_999, "method": "tools/list"});
+        if !meta.is_null() {
+            last["params"] = serde_json::json!({"_meta": meta});
+        }
+        raw.send(&last.to_string());
+        assert_eq!(
+            raw.reply(999_999)["result"]["tools"].as_array().map(Vec::len),
+            Some(6),
+            "{era}: alive"
+        );
+        let status = std::fs::read_to_string(format!("/proc/{}/status", raw.child.id())).unwrap();
+        let peak_kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
+            .unwrap();
+        assert!(peak_kib < 256 << 10, "{era}: server peak {} MiB", peak_kib >> 10);
+        assert!(raw.close().success(), "{era}");
+    }
+}
+
+impl Raw {
+    /// A connection that never sends `initialize`: a 2026-07-28 client,
+    /// whose every request carries its protocol version.
+    fn bare(p: &Project) -> Raw {
+        Raw::spawn(p.command())
+    }
+
+    /// `iota-host serve` started as `command`, its stdout read line by line.
+    fn spawn(mut command: std::process::Command) -> Raw {
+        let mut child = command
+            .arg("serve")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+                let _ = tx.send(line);
+            }
+        });
+        Raw {
+            child,
+            stdin: Some(stdin),
+            lines,
+        }
     }
 }

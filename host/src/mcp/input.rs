@@ -1,15 +1,24 @@
 //! The guard between stdin and the MCP SDK: every message is read with a
 //! size bound and parsed before rmcp sees it, so that what a client sends
-//! wrong is answered, not dropped.
+//! wrong is answered, not dropped: a request with an id always gets a
+//! response carrying that id.
 //!
-//! rmcp's stdio transport drops a line that is not JSON without a reply and
-//! reads a line of any length into memory; a client then waits for ever, and
-//! a large enough line exhausts the host. Here a line longer than
-//! [`MAX_MESSAGE`] is skipped as it streams (never held whole) and answered
-//! with an `Invalid Request` error carrying its `id` when one is visible in
-//! its first bytes; a line that is not JSON gets JSON-RPC's `Parse error`
-//! (-32700). Both replies go out through the same writer as rmcp's own
-//! messages, one whole line at a time.
+//! rmcp's stdio transport drops a line that is not JSON without a reply (a
+//! message nested deeper than serde_json's recursion limit counts as not
+//! JSON), answers one that is JSON but not a message it knows with an error
+//! whose id is null (which no client can match to its request), and reads a
+//! line of any length into memory; a client then waits for ever, and a large
+//! enough line exhausts the host. Here a line longer than [`MAX_MESSAGE`] is
+//! skipped as it streams (never held whole) and answered with an `Invalid
+//! Request` error carrying its `id` when one is visible in its first bytes;
+//! every other line is parsed as the very type rmcp parses
+//! (`ClientJsonRpcMessage`), and one that does not parse is answered here
+//! with its top-level `id` (found by a scan that neither recurses nor
+//! allocates per level, so depth cannot stop it): `Parse error` (-32700) for
+//! text that is not JSON, `Invalid Request` (-32600) for the rest, each
+//! request of a batch (which MCP no longer has) answered the same way. Every
+//! reply goes out through the same writer as rmcp's own messages, one whole
+//! line at a time.
 
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
@@ -100,8 +109,10 @@ async fn read_messages(
         if text.is_empty() {
             continue;
         }
-        if serde_json::from_slice::<serde::de::IgnoredAny>(text).is_err() {
-            let _ = replies.send(error_line(serde_json::Value::Null, PARSE_ERROR, "Parse error"));
+        if let Some(refusals) = refusals(text) {
+            for refusal in refusals {
+                let _ = replies.send(refusal);
+            }
             continue;
         }
         if to_sdk.write_all(text).await.is_err() || to_sdk.write_all(b"\n").await.is_err() {
@@ -110,6 +121,116 @@ async fn read_messages(
     }
     // End of input: the SDK sees its stream close and shuts down.
     let _ = to_sdk.shutdown().await;
+}
+
+/// The replies a line gets here instead of going to rmcp, or `None` when it
+/// is a message rmcp reads (or a notification rmcp is lenient about: it
+/// ignores unknown ones, and a notification is never answered).
+fn refusals(text: &[u8]) -> Option<Vec<String>> {
+    let error = match serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(text) {
+        Ok(_) => return None,
+        Err(e) => e,
+    };
+    let syntax = matches!(
+        error.classify(),
+        serde_json::error::Category::Syntax | serde_json::error::Category::Eof
+    );
+    // Nested past serde_json's limit is a syntax error to it, but JSON.
+    let why = if syntax && serde_json::from_slice::<serde::de::IgnoredAny>(text).is_err() {
+        (PARSE_ERROR, "Parse error".to_string())
+    } else {
+        (INVALID_REQUEST, format!("Invalid request: {error}"))
+    };
+    if text.first() == Some(&b'[') {
+        let items: Vec<serde_json::Value> = serde_json::from_slice(text).unwrap_or_default();
+        let answered: Vec<String> = items
+            .iter()
+            .filter_map(|item| item.get("id").filter(|id| is_id(id)))
+            .map(|id| {
+                error_line(
+                    id.clone(),
+                    INVALID_REQUEST,
+                    "Invalid request: a batch of messages (MCP has none since 2025-06-18)",
+                )
+            })
+            .collect();
+        return Some(if answered.is_empty() {
+            vec![error_line(serde_json::Value::Null, why.0, &why.1)]
+        } else {
+            answered
+        });
+    }
+    // A response of the client's (to a question of ours) is never answered:
+    // that is how error storms start.
+    let response = ["result", "error"].iter().any(|k| top_level_member(text, k).is_some())
+        && top_level_member(text, "method").is_none();
+    match top_level_id(text) {
+        _ if response => Some(Vec::new()),
+        Some(id) => Some(vec![error_line(id, why.0, &why.1)]),
+        // A notification (no id) that rmcp would not read: nothing to answer.
+        None if text.first() == Some(&b'{') && !syntax => Some(Vec::new()),
+        None => Some(vec![error_line(serde_json::Value::Null, why.0, &why.1)]),
+    }
+}
+
+/// Whether `value` can be a JSON-RPC request id: a string or an integer.
+fn is_id(value: &serde_json::Value) -> bool {
+    value.is_string() || value.is_i64() || value.is_u64()
+}
+
+/// The `id` member of the object `text` is, when it is one with a string or
+/// integer id.
+fn top_level_id(text: &[u8]) -> Option<serde_json::Value> {
+    let value = top_level_member(text, "id")?;
+    let mut values = serde_json::Deserializer::from_slice(value).into_iter::<serde_json::Value>();
+    values.next()?.ok().filter(is_id)
+}
+
+/// What follows the colon of the member `key` of the object `text` is,
+/// found by one pass over the bytes that tracks nesting by a counter, so no
+/// depth or size of the rest stops it.
+fn top_level_member<'a>(text: &'a [u8], key: &str) -> Option<&'a [u8]> {
+    let (mut depth, mut at) = (0usize, 0usize);
+    // Whether the string that starts at depth 1 is a key: it follows `{` or `,`.
+    let mut expecting_key = false;
+    while at < text.len() {
+        match text[at] {
+            b'"' => {
+                let end = string_end(text, at)?;
+                if depth == 1 && expecting_key && text[at + 1..end - 1] == *key.as_bytes() {
+                    let rest = &text[end..];
+                    let colon = rest.iter().position(|b| !b.is_ascii_whitespace())?;
+                    return (rest[colon] == b':').then(|| &rest[colon + 1..]);
+                }
+                expecting_key = false;
+                at = end;
+                continue;
+            }
+            b'{' | b'[' => {
+                depth += 1;
+                expecting_key = depth == 1 && text[at] == b'{';
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b',' => expecting_key = depth == 1,
+            _ => {}
+        }
+        at += 1;
+    }
+    None
+}
+
+/// Where the JSON string starting at `start` (its opening quote) ends: the
+/// index after its closing quote.
+fn string_end(text: &[u8], start: usize) -> Option<usize> {
+    let mut at = start + 1;
+    while at < text.len() {
+        match text[at] {
+            b'\\' => at += 2,
+            b'"' => return Some(at + 1),
+            _ => at += 1,
+        }
+    }
+    None
 }
 
 /// One line of `input` without its newline; `None` at the end. A line over
@@ -162,6 +283,46 @@ fn error_line(id: serde_json::Value, code: i64, message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_top_level_id_is_found_at_any_depth_of_the_rest() {
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","params":{{"id":9,"arguments":{}{}}},"id":"x\"y","method":"tools/call"}}"#,
+            "[".repeat(100_000),
+            "]".repeat(100_000)
+        );
+        assert_eq!(top_level_id(deep.as_bytes()), Some(json!("x\"y")));
+        assert_eq!(
+            top_level_id(br#"{"params":{"id":9}}"#),
+            None,
+            "a nested id is not the request's"
+        );
+        assert_eq!(top_level_id(br#"{"id": 7 , "m":1}"#), Some(json!(7)));
+        assert_eq!(top_level_id(br#"{"a":"\"id\":3","id":4}"#), Some(json!(4)));
+        assert_eq!(top_level_id(br#"{"id":1e400}"#), None, "not an id a reply could carry");
+        assert_eq!(top_level_id(br#"{"id":{"x":1}}"#), None);
+        let refused = refusals(deep.as_bytes()).unwrap();
+        assert_eq!(refused.len(), 1);
+        assert!(refused[0].contains(r#""id":"x\"y""#), "{}", refused[0]);
+        assert!(refusals(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).is_none());
+        let wrong = refusals(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":7}"#).unwrap();
+        assert!(
+            wrong[0].contains(r#""id":2"#) && wrong[0].contains("-32600"),
+            "{}",
+            wrong[0]
+        );
+        let batch =
+            refusals(br#"[{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","method":"x"},{"id":"b"}]"#)
+                .unwrap();
+        assert_eq!(batch.len(), 2);
+        for response in [
+            &br#"{"jsonrpc":"2.0","id":4,"result":7}"#[..],
+            br#"{"jsonrpc":"2.0","id":5,"error":"not an error object"}"#,
+        ] {
+            let answered = refusals(response).unwrap_or_default();
+            assert!(answered.is_empty(), "a response is never answered: {answered:?}");
+        }
+    }
 
     #[test]
     fn ids_are_found_in_a_prefix() {

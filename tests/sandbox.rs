@@ -908,3 +908,58 @@ fn a_link_flipped_under_a_write_never_lands_it_in_git() {
             .collect::<std::collections::BTreeSet<_>>()
     );
 }
+
+/// Nothing the host holds reaches a command but its stdio: not a descriptor
+/// the host itself inherited (fd 9 here, left open across its exec on
+/// purpose), not its own files (wasmtime's, the compiled components',
+/// another session's), whether the command is the model's, sandboxed or
+/// not, or a component's `process` command.
+#[test]
+fn a_command_inherits_nothing_but_its_stdio() {
+    let Some(p) = sandboxed() else { return };
+    let hostile = format!(
+        "toolsets:\n  hostile:\n    path: {}/hostile.wasm\n    grant: [process, parallel]\n",
+        support::COMPONENTS
+    );
+    // bash's own descriptors, listed by another process (ls opens its own).
+    let list = "ls /proc/$$/fd | tr '\\n' ' '";
+    for (config, tool, args) in [
+        (
+            "agents:\n  a:\n    tools:\n      shell:\n".to_string(),
+            "shell",
+            json!({"command": list}),
+        ),
+        (
+            "agents:\n  a:\n    tools:\n      shell: {sandbox: off, auto_run: true}\n".to_string(),
+            "shell",
+            json!({"command": list}),
+        ),
+        (
+            format!("{hostile}agents:\n  a:\n    tools:\n      hostile:\n"),
+            "run",
+            json!({"line": list}),
+        ),
+    ] {
+        let q = Project::new().config(&config);
+        let mut command = q.command();
+        command.args(["call", "--json", tool, &args.to_string()]);
+        let inherited = std::fs::File::open(p.root()).unwrap();
+        let fd = std::os::fd::AsRawFd::as_raw_fd(&inherited);
+        // SAFETY: dup2 and fcntl on descriptors of the child, before exec.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, move || {
+                if libc::dup2(fd, 9) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let out = command.output().unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let result: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
+        let text = result["text"].as_str().unwrap();
+        assert!(text.starts_with("0 1 2 "), "{config}: {text}");
+        let listed: Vec<&str> = text.split(['[', '\n']).next().unwrap().split_whitespace().collect();
+        assert_eq!(listed, ["0", "1", "2"], "{config}: {text}");
+    }
+}

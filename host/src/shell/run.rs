@@ -87,6 +87,37 @@ pub fn cancel_on_interrupt() {
     let _ = unsafe { sigaction(Signal::SIGINT, &action) };
 }
 
+/// Marks every descriptor from 3 up close-on-exec, in a child between fork
+/// and exec (async-signal-safe: system calls only). `close_range` (Linux
+/// 5.11) does it in one call; before it, each descriptor below the
+/// soft limit on open files is marked one by one.
+fn close_others_on_exec() {
+    // SAFETY: plain system calls on the calling process's own descriptors.
+    unsafe {
+        let all = nix::libc::syscall(
+            nix::libc::SYS_close_range,
+            3u32,
+            u32::MAX,
+            nix::libc::CLOSE_RANGE_CLOEXEC,
+        );
+        if all == 0 {
+            return;
+        }
+        let mut limit = nix::libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        let top = if nix::libc::getrlimit(nix::libc::RLIMIT_NOFILE, &mut limit) == 0 {
+            limit.rlim_cur.min(1 << 20) as i32
+        } else {
+            1 << 16
+        };
+        for fd in 3..top {
+            nix::libc::fcntl(fd, nix::libc::F_SETFD, nix::libc::FD_CLOEXEC);
+        }
+    }
+}
+
 /// What to start, and how: the program line, its environment, and what the
 /// child must hold before it executes (the seccomp filter's descriptors, a
 /// cgroup, a process limit).
@@ -158,9 +189,15 @@ impl Running {
         let cgroup = cgroup_procs.as_ref().map(|fd| fd.as_raw_fd());
         let max_processes = processes.as_ref().and_then(|p| p.rlimit());
         // SAFETY: between fork and exec the closure only makes system calls
-        // (fcntl, write, setrlimit) on values prepared before the fork.
+        // (close_range, fcntl, write, setrlimit) on values prepared before
+        // the fork.
         unsafe {
             command.pre_exec(move || {
+                // Nothing the host holds reaches the command but its stdio
+                // and what it is meant to inherit: every other descriptor
+                // (another session's files, wasmtime's, whatever the host
+                // inherited itself) closes at exec.
+                close_others_on_exec();
                 for &fd in &inherit {
                     if nix::libc::fcntl(fd, nix::libc::F_SETFD, 0) == -1 {
                         return Err(std::io::Error::last_os_error());

@@ -314,3 +314,176 @@ fn a_toolset_pushed_to_a_registry_is_pulled_checked_locked_and_loaded_offline() 
         "nothing tampered is stored"
     );
 }
+
+/// What a [`FakeRegistry`] sends for a blob.
+#[derive(Clone)]
+enum Blob {
+    /// These bytes.
+    Bytes(Vec<u8>),
+    /// Zeros, for as long as the client reads.
+    Endless,
+}
+
+/// A registry that serves what a test tells it to, whatever that is: one
+/// manifest under every reference, the blobs it is given, no signatures. It
+/// records the paths asked for.
+struct FakeRegistry {
+    port: u16,
+    asked: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl FakeRegistry {
+    fn start(manifest: Vec<u8>, blobs: Vec<(String, Blob)>) -> FakeRegistry {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let recorded = asked.clone();
+        let manifest = std::sync::Arc::new(manifest);
+        let blobs = std::sync::Arc::new(blobs);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let (manifest, blobs, recorded) = (manifest.clone(), blobs.clone(), recorded.clone());
+                std::thread::spawn(move || serve_one(stream, &manifest, &blobs, &recorded));
+            }
+        });
+        FakeRegistry { port, asked }
+    }
+
+    fn asked_for_blobs(&self) -> usize {
+        self.asked.lock().unwrap().iter().filter(|p| p.contains("/blobs/")).count()
+    }
+}
+
+/// Answers one request on `stream`, then closes it.
+fn serve_one(mut stream: std::net::TcpStream, manifest: &[u8], blobs: &[(String, Blob)], asked: &std::sync::Mutex<Vec<String>>) {
+    let mut request = Vec::new();
+    let mut byte = [0u8];
+    while !request.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+        request.push(byte[0]);
+    }
+    let request = String::from_utf8_lossy(&request).into_owned();
+    let mut words = request.split_whitespace();
+    let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or("").to_string());
+    asked.lock().unwrap().push(path.clone());
+    let reply = |stream: &mut std::net::TcpStream, kind: &str, extra: &str, body: &[u8]| {
+        let head = format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: {kind}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
+            body.len()
+        );
+        let _ = stream.write_all(head.as_bytes());
+        if method != "HEAD" {
+            let _ = stream.write_all(body);
+        }
+    };
+    let digest = format!("sha256:{}", support::sha256_hex(manifest));
+    if path == "/v2/" {
+        reply(&mut stream, "application/json", "", b"{}");
+    } else if path.contains("/manifests/") {
+        let extra = format!("Docker-Content-Digest: {digest}\r\n");
+        reply(&mut stream, "application/vnd.oci.image.manifest.v1+json", &extra, manifest);
+    } else if path.contains("/referrers/") {
+        let empty = br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}"#;
+        reply(&mut stream, "application/vnd.oci.image.index.v1+json", "", empty);
+    } else if let Some((_, blob)) = blobs.iter().find(|(d, _)| path.ends_with(d.as_str())) {
+        match blob {
+            Blob::Bytes(bytes) => reply(&mut stream, "application/octet-stream", "", bytes),
+            Blob::Endless => {
+                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n");
+                let zeros = vec![0u8; 1 << 16];
+                while stream.write_all(&zeros).is_ok() {}
+            }
+        }
+    } else {
+        let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+    }
+}
+
+/// A Wasm OCI artifact's manifest naming a component layer of `digest`,
+/// declared `size` bytes long.
+fn component_manifest(digest: &str, size: u64) -> Vec<u8> {
+    let config = b"{}";
+    serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.wasm.config.v0+json", "digest": format!("sha256:{}", support::sha256_hex(config)), "size": 2},
+        "layers": [{"mediaType": "application/wasm", "digest": digest, "size": size}],
+    }))
+    .unwrap()
+}
+
+/// What `pull` does with what a registry sends, before anything of it runs:
+/// a blob its manifest declares past the bound is never fetched; one that
+/// runs on past its declared size is cut off with bounded memory and
+/// nothing left in the store; a component that is not the one the config
+/// pins is refused and not locked; and what `pull` reports of the one it
+/// keeps (what it asks for) is read from its bytes: nothing is compiled,
+/// no instance of it is made.
+#[test]
+fn a_pull_bounds_and_verifies_what_the_registry_sends_before_anything_runs() {
+    let wasm = std::fs::read(format!("{COMPONENTS}/hostile.wasm")).unwrap();
+    let digest = format!("sha256:{}", support::sha256_hex(&wasm));
+    let store_leftovers = |p: &Project| -> Vec<String> {
+        let store = p.cache().join("components");
+        std::fs::read_dir(&store)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| !n.ends_with(".wasm") && !n.ends_with(".sigstore.json"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let compiled = |p: &Project| -> usize {
+        std::fs::read_dir(p.cache())
+            .map(|entries| entries.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "cwasm")).count())
+            .unwrap_or(0)
+    };
+
+    // Declared past the bound: refused before the blob is asked for.
+    let huge = "sha256:".to_string() + &"0".repeat(64);
+    let registry = FakeRegistry::start(component_manifest(&huge, 1 << 30), vec![(huge.clone(), Blob::Endless)]);
+    let p = Project::new().with_private_cache();
+    let reference = format!("127.0.0.1:{}/t:1", registry.port);
+    let text = refused(&p, &["pull", &reference]);
+    assert!(
+        text.contains(&format!("refused: the component layer {huge} is 1073741824 bytes by its manifest, more than the 268435456 bytes pull fetches (--max-size)")),
+        "{text}"
+    );
+    assert_eq!(registry.asked_for_blobs(), 0);
+
+    // Declared 1 MiB, sent without end: cut off, bounded, nothing left.
+    let registry = FakeRegistry::start(component_manifest(&huge, 1 << 20), vec![(huge.clone(), Blob::Endless)]);
+    let reference = format!("127.0.0.1:{}/t:1", registry.port);
+    let run = support::run_measured(p.command().args(["pull", &reference]));
+    assert_eq!(run.code, 2, "{}", run.stdout);
+    assert!(run.stderr.contains("did not arrive intact"), "{}", run.stderr);
+    assert!(run.peak_mib < 100, "pull held {} MiB of an endless blob", run.peak_mib);
+    assert_eq!(registry.asked_for_blobs(), 1);
+    assert_eq!(store_leftovers(&p), Vec::<String>::new());
+
+    // The real component, but not the one the config pins: refused, not locked.
+    let registry = FakeRegistry::start(
+        component_manifest(&digest, wasm.len() as u64),
+        vec![(digest.clone(), Blob::Bytes(wasm.clone()))],
+    );
+    let reference = format!("127.0.0.1:{}/t:1", registry.port);
+    let p = p.config(&format!(
+        "toolsets:\n  t:\n    path: oci://{reference}\n    sha256: {}\n    grant: [process, parallel]\nagents:\n  a:\n    tools:\n      t:\n",
+        "1".repeat(64)
+    ));
+    let text = refused(&p, &["pull"]);
+    assert!(text.contains("but the config pins sha256 1111"), "{text}");
+    assert!(!p.outside().join("iota-host.lock").exists() || !std::fs::read_to_string(p.outside().join("iota-host.lock")).unwrap().contains(&digest));
+    assert_eq!(compiled(&p), 0, "nothing was compiled");
+
+    // Pinned right: pulled, locked, and reported from its bytes alone.
+    let p = p.config(&format!(
+        "toolsets:\n  t:\n    path: oci://{reference}\n    sha256: {}\n    grant: [process, parallel]\nagents:\n  a:\n    tools:\n      t:\n",
+        &digest["sha256:".len()..]
+    ));
+    let (pulled, _) = ok(&p, &["pull"]);
+    assert!(pulled.contains("asks for  [read, session, process, parallel]"), "{pulled}");
+    assert_eq!(compiled(&p), 0, "nothing was compiled or run to report it");
+    assert_eq!(store_leftovers(&p), Vec::<String>::new());
+}

@@ -237,6 +237,34 @@ pub fn imports(engine: &wasmtime::Engine, component: &Component) -> Vec<Import> 
         .collect()
 }
 
+/// Reads a component's imports from its bytes alone: nothing compiled, no
+/// instance made (what `pull` reports of a component before, or without,
+/// trusting it). Only the outer component's imports, not those of the
+/// modules and components nested in it.
+pub fn parsed_imports(wasm: &[u8]) -> Result<Vec<Import>, String> {
+    use wasmparser::{Encoding, Parser, Payload};
+    let mut depth = 0usize;
+    let mut imports = Vec::new();
+    for payload in Parser::new(0).parse_all(wasm) {
+        match payload.map_err(|e| format!("not a component: {e}"))? {
+            Payload::Version {
+                encoding: Encoding::Module,
+                ..
+            } if depth == 0 => return Err("a core module, not a component".to_string()),
+            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+            Payload::End(_) => depth = depth.saturating_sub(1),
+            Payload::ComponentImportSection(reader) if depth == 0 => {
+                for import in reader {
+                    let import = import.map_err(|e| format!("not a component: {e}"))?;
+                    imports.push(classify(import.name.name));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(imports)
+}
+
 /// Reads import names remembered from an earlier load.
 pub fn classify_all(names: &[String]) -> Vec<Import> {
     names.iter().map(|name| classify(name)).collect()

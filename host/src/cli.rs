@@ -84,6 +84,10 @@ pub enum Command {
         /// Re-resolve tags, show what changed (digests, what the new version asks for) and follow them.
         #[arg(long)]
         update: bool,
+        /// The largest blob (component or signature) to fetch, in MiB: a larger one is refused by the size its
+        /// manifest declares, before any of it is fetched, and one that runs past its declared size is cut off.
+        #[arg(long, value_name = "MIB", default_value_t = crate::registry::client::DEFAULT_MAX_BLOB >> 20)]
+        max_size: u64,
         /// REGISTRY/REPOSITORY:TAG or @sha256:DIGEST [default: every oci:// toolset of the config].
         #[arg(value_name = "REF")]
         references: Vec<String>,
@@ -186,7 +190,12 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
         );
         return Ok(ExitCode::SUCCESS);
     }
-    if let Command::Pull { update, references } = &cli.command {
+    if let Command::Pull {
+        update,
+        max_size,
+        references,
+    } = &cli.command
+    {
         let config = Config::discover(cli.config.as_deref()).map_err(UsageError)?;
         let references = if references.is_empty() {
             crate::registry::client::references(&config)
@@ -202,8 +211,9 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
                 config.origin
             )));
         }
+        let max_blob = max_size.saturating_mul(1 << 20);
         let (said, warnings) =
-            crate::registry::client::pull(&engine, &config.lock, &references, *update).map_err(UsageError)?;
+            crate::registry::client::pull(&engine, &config, &references, *update, max_blob).map_err(UsageError)?;
         for warning in warnings {
             eprintln!("iota-host: warning: {warning}");
         }

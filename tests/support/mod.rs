@@ -561,3 +561,55 @@ pub fn finishes<T: Send + 'static>(what: &str, work: impl FnOnce() -> T + Send +
 pub fn run_tag() -> u32 {
     std::process::id()
 }
+
+/// What a measured run of the binary gave.
+pub struct Measured {
+    pub stdout: String,
+    pub stderr: String,
+    /// The exit code (-1 when killed by a signal).
+    pub code: i32,
+    /// Its peak resident memory, in MiB: this process's own, reaped with
+    /// `wait4` on its pid (not any other test's).
+    pub peak_mib: i64,
+}
+
+/// Runs `cmd` to its end and measures its peak memory.
+pub fn run_measured(cmd: &mut Command) -> Measured {
+    use std::io::Read;
+    // Reaped below with wait4, which std's Child does not offer.
+    #[allow(clippy::zombie_processes)]
+    let mut child = cmd
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as i32;
+    let mut err = child.stderr.take().unwrap();
+    let stderr = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = err.read_to_string(&mut text);
+        text
+    });
+    let mut stdout = String::new();
+    let _ = child.stdout.take().unwrap().read_to_string(&mut stdout);
+    let mut status = 0;
+    // SAFETY: plain out-parameters for wait4 on our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+    Measured {
+        stdout,
+        stderr: stderr.join().unwrap(),
+        code: if libc::WIFEXITED(status) {
+            libc::WEXITSTATUS(status)
+        } else {
+            -1
+        },
+        peak_mib: usage.ru_maxrss / 1024,
+    }
+}
+
+/// The SHA-256 of `bytes` in hex, as registries and pins spell it.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    format!("{:x}", sha2::Sha256::digest(bytes))
+}

@@ -12,7 +12,15 @@
 //! stays the one-layer artifact other tools expect.
 //!
 //! Every byte pulled is checked against the digest that names it before it
-//! is kept; what the registry sends that does not match is refused.
+//! is kept; what the registry sends that does not match is refused. A blob
+//! is refused before it is fetched when its manifest declares it larger than
+//! the bound (`--max-size`, [`DEFAULT_MAX_BLOB`]), and it streams into an
+//! exclusive temporary file in the store, hashed as it arrives and cut off
+//! the moment it passes its declared size, so an endless blob costs neither
+//! memory nor disk. Nothing pulled runs before it is verified: a component
+//! is then checked against its declaration's `sha256:` pin and `signature:`
+//! policy, and what `pull` reports of it (what it asks for) is read from its
+//! bytes, with no instance of it made.
 
 use anyhow::{Context as _, Result, bail};
 use oci_client::client::{ClientConfig, ClientProtocol, Config as OciConfig, ImageLayer};
@@ -39,6 +47,10 @@ const WASM_LAYER_TYPE: &str = "application/wasm";
 const BUNDLE_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
 /// The empty config of an artifact manifest (`{}`).
 const EMPTY_TYPE: &str = "application/vnd.oci.empty.v1+json";
+
+/// The largest blob `pull` fetches unless told otherwise (`--max-size`):
+/// 256 MiB, a hundred times the built-in `code` component.
+pub const DEFAULT_MAX_BLOB: u64 = 256 << 20;
 
 /// `REGISTRY/REPOSITORY:TAG` (an `oci://` in front is accepted).
 fn parse(reference: &str) -> Result<Reference> {
@@ -207,8 +219,9 @@ async fn attach_bundle(client: &Client, target: &Reference, subject: OciDescript
 }
 
 /// Fetches the manifest `digest` of `target`'s repository, its component
-/// and its signature into `store`, each checked against its digest.
-async fn fetch(client: &Client, target: &Reference, digest: &str, store: &Store) -> Result<Locked> {
+/// and its signature into `store`, each checked against its digest and
+/// bounded by `max_blob` bytes.
+async fn fetch(client: &Client, target: &Reference, digest: &str, store: &Store, max_blob: u64) -> Result<Locked> {
     let auth = RegistryAuth::Anonymous;
     let at = |digest: &str| {
         Reference::with_digest(
@@ -237,14 +250,16 @@ async fn fetch(client: &Client, target: &Reference, digest: &str, store: &Store)
         ),
     };
     if store.get(&layer.digest, Stored::Component)?.is_none() {
-        let mut wasm = Vec::new();
-        client.pull_blob(&pinned, layer, &mut wasm).await.map_err(|e| {
-            anyhow::anyhow!(
-                "refused (tampered): the component layer {} did not arrive intact: {e}",
-                layer.digest
-            )
-        })?;
-        store.put(&layer.digest, Stored::Component, &wasm)?;
+        receive(
+            client,
+            &pinned,
+            layer,
+            store,
+            Stored::Component,
+            max_blob,
+            "the component layer",
+        )
+        .await?;
     }
     let referrers = client
         .pull_referrers(&pinned, Some(BUNDLE_TYPE))
@@ -264,14 +279,7 @@ async fn fetch(client: &Client, target: &Reference, digest: &str, store: &Store)
             let Some(layer) = referrer.layers.iter().find(|l| l.media_type == BUNDLE_TYPE) else {
                 bail!("the signature {} holds no Sigstore bundle", entry.digest);
             };
-            let mut bundle = Vec::new();
-            client.pull_blob(&pinned, layer, &mut bundle).await.map_err(|e| {
-                anyhow::anyhow!(
-                    "refused (tampered): the signature {} did not arrive intact: {e}",
-                    layer.digest
-                )
-            })?;
-            store.put(&layer.digest, Stored::Bundle, &bundle)?;
+            receive(client, &pinned, layer, store, Stored::Bundle, max_blob, "the signature").await?;
             Some(layer.digest.clone())
         }
     };
@@ -282,21 +290,84 @@ async fn fetch(client: &Client, target: &Reference, digest: &str, store: &Store)
     })
 }
 
-/// The capabilities a stored component asks for, as config words.
-fn asks(engine: &Engine, store: &Store, component: &str) -> String {
-    let file = store.file(component, Stored::Component);
-    match crate::inspect::inspect(engine, &file, None) {
-        Ok(report) => {
-            let words: Vec<String> = report["capabilities"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(|c| c["name"].as_str().map(str::to_string))
-                .collect();
-            format!("[{}]", words.join(", "))
-        }
-        Err(e) => format!("(not inspectable: {e})"),
+/// Fetches the blob `layer` into `store` as `kind`: refused unread when its
+/// manifest declares it larger than `max_blob`; streamed into an exclusive
+/// temporary file in the store, hashed as it arrives, cut off past its
+/// declared size, and moved into place only when its digest is the one the
+/// manifest names. `what` names it in a refusal.
+async fn receive(
+    client: &Client,
+    at: &Reference,
+    layer: &OciDescriptor,
+    store: &Store,
+    kind: Stored,
+    max_blob: u64,
+    what: &str,
+) -> Result<()> {
+    let declared = u64::try_from(layer.size).unwrap_or(u64::MAX);
+    if declared > max_blob {
+        bail!(
+            "refused: {what} {} is {declared} bytes by its manifest, more than the {max_blob} bytes pull fetches (--max-size)",
+            layer.digest
+        );
     }
+    let mut arriving = store.arriving(&layer.digest, declared)?;
+    let pulled = client.pull_blob(at, layer, &mut arriving).await;
+    let tampered = |why: String| {
+        anyhow::anyhow!(
+            "refused (tampered): {what} {} did not arrive intact: {why}",
+            layer.digest
+        )
+    };
+    match pulled {
+        Ok(()) => arriving.keep(kind).map_err(|e| tampered(format!("{e:#}"))),
+        Err(e) => Err(tampered(e.to_string())),
+    }
+}
+
+/// The capabilities a stored component asks for, as config words: read from
+/// its imports, with nothing compiled and no instance made.
+fn asks(store: &Store, component: &str) -> String {
+    let file = store.file(component, Stored::Component);
+    let imports = std::fs::read(&file)
+        .map_err(|e| e.to_string())
+        .and_then(|wasm| crate::caps::parsed_imports(&wasm));
+    match imports {
+        Ok(imports) => {
+            let words: Vec<&str> = crate::caps::requested(&imports).iter().map(|c| c.word()).collect();
+            let refused: Vec<&str> = imports
+                .iter()
+                .filter_map(|i| match i {
+                    crate::caps::Import::Forbidden(name) => Some(name.as_str()),
+                    _ => None,
+                })
+                .collect();
+            if refused.is_empty() {
+                format!("[{}]", words.join(", "))
+            } else {
+                format!("[{}] and {} (never provided)", words.join(", "), refused.join(", "))
+            }
+        }
+        Err(e) => format!("(not a component: {e})"),
+    }
+}
+
+/// Checks the pulled component `fetched` against every declaration of
+/// `config` that names `key` (its `sha256:` pin and `signature:` policy),
+/// before anything else is done with it.
+fn verify(config: &Config, key: &str, store: &Store, fetched: &Locked) -> Result<()> {
+    for (name, decl) in &config.toolsets {
+        if !matches!(&decl.source, Source::Registry(reference) if reference == key) {
+            continue;
+        }
+        let file = store.file(&fetched.component, Stored::Component);
+        let wasm = store
+            .get(&fetched.component, Stored::Component)?
+            .with_context(|| format!("{} is missing from the store", file.display()))?;
+        let bundle = fetched.signature.as_ref().map(|d| store.file(d, Stored::Bundle));
+        crate::provenance::check(name, decl, &file, bundle.as_deref(), &wasm)?;
+    }
+    Ok(())
 }
 
 /// `iota-host pull [--update] [REF...]`: fetches each reference (default:
@@ -304,9 +375,15 @@ fn asks(engine: &Engine, store: &Store, component: &str) -> String {
 /// the lock at `lock`. A locked reference stays at its digest; a tag that
 /// moved is reported, and followed only with `update`, after saying what
 /// changed. Returns what it did, in words, and the warnings.
-pub fn pull(engine: &Engine, lock: &Path, references: &[String], update: bool) -> Result<(String, Vec<String>)> {
+pub fn pull(
+    engine: &Engine,
+    config: &Config,
+    references: &[String],
+    update: bool,
+    max_blob: u64,
+) -> Result<(String, Vec<String>)> {
     let store = Store::of(engine)?;
-    let mut lock = Lock::read(lock)?;
+    let mut lock = Lock::read(&config.lock)?;
     let (mut said, mut warnings) = (String::new(), Vec::new());
     let runtime = runtime()?;
     for reference in references {
@@ -332,8 +409,9 @@ pub fn pull(engine: &Engine, lock: &Path, references: &[String], update: bool) -
             _ => current.clone(),
         };
         let fetched = runtime
-            .block_on(fetch(&client, &target, &wanted, &store))
+            .block_on(fetch(&client, &target, &wanted, &store, max_blob))
             .with_context(|| format!("oci://{key}"))?;
+        verify(config, &key, &store, &fetched)?;
         let signed = match &fetched.signature {
             Some(digest) => format!("signature {digest}"),
             None => "unsigned".to_string(),
@@ -345,15 +423,15 @@ pub fn pull(engine: &Engine, lock: &Path, references: &[String], update: bool) -
                 fetched.manifest,
                 old.component,
                 fetched.component,
-                asks(engine, &store, &fetched.component),
-                asks(engine, &store, &old.component),
+                asks(&store, &fetched.component),
+                asks(&store, &old.component),
             )),
             Some(_) => said.push_str(&format!("oci://{key} is at {} (locked)\n", fetched.manifest)),
             None => said.push_str(&format!(
                 "pulled oci://{key}\n  manifest  {}\n  component {}\n  asks for  {}\n  {signed}\n",
                 fetched.manifest,
                 fetched.component,
-                asks(engine, &store, &fetched.component)
+                asks(&store, &fetched.component)
             )),
         }
         lock.entries.insert(key, fetched);
@@ -377,23 +455,104 @@ impl Lock {
 }
 
 impl Store {
-    /// Keeps `bytes` as `digest`, after checking they are what it names.
-    pub fn put(&self, digest: &str, kind: Stored, bytes: &[u8]) -> Result<PathBuf> {
-        let actual = format!("sha256:{}", crate::engine::sha256_hex(bytes));
-        if actual != digest {
-            bail!("refused (tampered): the registry sent bytes with digest {actual} for {digest}");
-        }
+    /// Where the blob `digest`, declared `declared` bytes long, arrives: an
+    /// exclusive temporary file in the store (created private if missing).
+    fn arriving(&self, digest: &str, declared: u64) -> Result<Arriving> {
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(&self.dir)
             .with_context(|| format!("cannot create the store {}", self.dir.display()))?;
-        let file = self.file(digest, kind);
-        let tmp = file.with_extension(format!("{}.tmp", std::process::id()));
-        std::fs::write(&tmp, bytes)
-            .and_then(|()| std::fs::rename(&tmp, &file))
-            .with_context(|| format!("cannot write {}", file.display()))?;
-        Ok(file)
+        let tmp = self.dir.join(format!(".arriving-{}.tmp", crate::secret::token()));
+        let file =
+            crate::host_state::create_exclusive(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+        Ok(Arriving {
+            store: self.clone(),
+            digest: digest.to_string(),
+            file,
+            tmp,
+            hasher: sha2::Sha256::default(),
+            written: 0,
+            declared,
+        })
+    }
+}
+
+/// A blob streaming into the store ([`Store::arriving`]): removed unless
+/// [`Arriving::keep`] moves it into place.
+struct Arriving {
+    store: Store,
+    digest: String,
+    file: std::fs::File,
+    tmp: PathBuf,
+    hasher: sha2::Sha256,
+    written: u64,
+    declared: u64,
+}
+
+impl Arriving {
+    /// Moves the blob into place as `kind` when all of it arrived and its
+    /// digest is the one it was fetched as.
+    fn keep(mut self, kind: Stored) -> Result<()> {
+        use sha2::Digest as _;
+        if self.written != self.declared {
+            bail!(
+                "{} bytes arrived, its manifest declares {}",
+                self.written,
+                self.declared
+            );
+        }
+        let actual = format!("sha256:{:x}", std::mem::take(&mut self.hasher).finalize());
+        if actual != self.digest {
+            bail!("the registry sent bytes with digest {actual}");
+        }
+        self.file.sync_all().context("cannot sync the pulled blob")?;
+        let file = self.store.file(&self.digest, kind);
+        std::fs::rename(&self.tmp, &file).with_context(|| format!("cannot write {}", file.display()))
+    }
+}
+
+impl Drop for Arriving {
+    fn drop(&mut self) {
+        // Kept blobs were renamed away; this removes only what was refused.
+        let _ = std::fs::remove_file(&self.tmp);
+    }
+}
+
+impl tokio::io::AsyncWrite for Arriving {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        bytes: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        use sha2::Digest as _;
+        use std::io::Write as _;
+        let total = self.written.saturating_add(bytes.len() as u64);
+        if total > self.declared {
+            return std::task::Poll::Ready(Err(std::io::Error::other(format!(
+                "more than the {} bytes its manifest declares",
+                self.declared
+            ))));
+        }
+        let this = &mut *self;
+        this.file.write_all(bytes)?;
+        this.hasher.update(bytes);
+        this.written = total;
+        std::task::Poll::Ready(Ok(bytes.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
     }
 }
 

@@ -19,6 +19,7 @@ use builtin_sets::{BUILTIN_SETS, Runs};
 const TEST_COMPONENTS: &[(&str, &str)] = &[
     ("iota-example-todo", "todo.wasm"),
     ("iota-fixture-hostile", "hostile.wasm"),
+    ("iota-fixture-scribe", "scribe.wasm"),
 ];
 
 const TARGET: &str = "wasm32-wasip2";

@@ -147,23 +147,42 @@ fn a_dangling_symlink_out_creates_nothing_outside() {
 /// A link's `..` is taken from the directory the OS reached, not from the
 /// text: through a linked `sub`, `sub/../.git/config` is `x/.git/config`.
 /// The write lands where a read of the same path read (and where the
-/// approval question says), never in the root's `.git`.
+/// approval question says), never in the root's `.git`. That is a nested
+/// repository's own directory, so the write is asked about even under
+/// `auto_write`, and refused where nobody can answer.
 #[test]
 fn a_link_through_a_linked_directory_writes_where_the_os_resolves_it() {
-    let p = project();
+    let unanswered = project();
+    let p = project().answers(r#"["once"]"#);
     let config = "[core]\n\tbare = false\n";
-    p.write(".git/config", config);
-    p.write("x/.git/config", config);
-    std::fs::create_dir_all(p.path("x/y")).unwrap();
-    symlink("x/y", p.path("sub")).unwrap();
-    symlink("sub/../.git/config", p.path("a.txt")).unwrap();
-    symlink("x/y", p.path("d")).unwrap();
-    symlink("../.git/config", p.path("x/y/b.txt")).unwrap();
     let planted = format!("{config}\tfsmonitor = touch PWNED\n");
+    for q in [&unanswered, &p] {
+        q.write(".git/config", config);
+        q.write("x/.git/config", config);
+        std::fs::create_dir_all(q.path("x/y")).unwrap();
+        symlink("x/y", q.path("sub")).unwrap();
+        symlink("sub/../.git/config", q.path("a.txt")).unwrap();
+        symlink("x/y", q.path("d")).unwrap();
+        symlink("../.git/config", q.path("x/y/b.txt")).unwrap();
+    }
     for (path, step) in [
         ("a.txt", "a final link"),
         ("d/b.txt", "a link below a linked directory"),
     ] {
+        let refused = unanswered.calls(&[
+            ("read_file", json!({"path": path})),
+            ("write_file", json!({"path": path, "content": planted})),
+        ]);
+        assert!(
+            refused[1].text.contains("requires interactive approval"),
+            "{step}: {}",
+            refused[1].text
+        );
+        assert_eq!(
+            unanswered.read("x/.git/config"),
+            config.as_bytes(),
+            "{step}: not written unasked"
+        );
         let rs = p.calls(&[
             ("read_file", json!({"path": path})),
             ("write_file", json!({"path": path, "content": planted})),
@@ -214,7 +233,8 @@ fn nul_and_huge_paths_are_errors_not_crashes() {
     assert_err(&rs[0], r#"path must not contain a NUL byte: "a\0b""#);
     assert_err(&rs[1], r#"path must not contain a NUL byte: "a\0b""#);
     assert_err(&rs[2], &format!("cannot read {huge}: File name too long"));
-    assert_err(&rs[3], &format!("cannot write {huge}: Filename too long"));
+    assert_err(&rs[3], &format!("cannot write {huge}: File name too long"));
+    assert!(!p.path("a").exists(), "no directory was made for it");
     assert_eq!(rs[4].text, "[directory is empty]");
 }
 
@@ -272,10 +292,11 @@ fn mkfifo(path: &Path) {
 /// A toolset's own WASI opens never wait either, and open nothing but
 /// regular files and directories: the FIFO has no other end, so an open that
 /// waited would hold the call's host thread, where no time limit reaches, for
-/// ever. However it is opened (to read, to write, both, truncated, as a
-/// directory, through a followed symlink), it is refused at once, as is a
-/// Unix socket; files and directories open as before, writes included, and
-/// a symlink still does not lead out.
+/// ever. However it is opened (to read, as a directory, through a followed
+/// symlink), it is refused at once, as is a Unix socket; files and
+/// directories open to read, and a symlink still does not lead out. Nothing
+/// opens to write, even in this approved writer's call: its WASI view is
+/// read-only (its one file is written through `writes`).
 #[test]
 fn a_toolsets_own_open_of_a_fifo_never_waits() {
     let p = hostile_writer();
@@ -311,9 +332,9 @@ fn a_toolsets_own_open_of_a_fifo_never_waits() {
         r.text.lines().collect::<Vec<_>>(),
         [
             "pipe (read): refused: unsupported",
-            "pipe (write): refused: unsupported",
-            "pipe (read+write): refused: unsupported",
-            "pipe (write+truncate): refused: unsupported",
+            "pipe (write): refused: not-permitted",
+            "pipe (read+write): refused: not-permitted",
+            "pipe (write+truncate): refused: not-permitted",
             "pipe (directory): refused: not-directory",
             "pipe-link (read+follow): refused: unsupported",
             "pipe-link (read): refused: loop",
@@ -321,14 +342,14 @@ fn a_toolsets_own_open_of_a_fifo_never_waits() {
             "out-link (read+follow): refused: not-permitted",
             r#"file.txt (read): a file: "inside""#,
             "dir (directory): a directory",
-            "new.txt (write+create): a file, written",
-            r#"file.txt (read+write): a file: "wrotee""#,
+            "new.txt (write+create): refused: not-permitted",
+            "file.txt (read+write): refused: not-permitted",
         ],
         "{}",
         r.text
     );
-    assert_eq!(std::fs::read_to_string(root.join("new.txt")).unwrap(), "wrote");
-    assert_eq!(std::fs::read_to_string(root.join("file.txt")).unwrap(), "wrotee");
+    assert!(!root.join("new.txt").exists());
+    assert_eq!(std::fs::read_to_string(root.join("file.txt")).unwrap(), "inside");
     assert_eq!(std::fs::read_to_string(p.outside().join("secret.txt")).unwrap(), SECRET);
     assert!(
         std::fs::symlink_metadata(root.join("pipe"))
@@ -383,9 +404,10 @@ fn a_read_only_toolsets_own_open_writes_nothing() {
 }
 
 /// Setting times through symlinks opened the target to write, then to read,
-/// in wasmtime-wasi, and so waited on a FIFO for ever; now it never opens it
-/// so. The times land where the symlinks lead (a FIFO too), or on the link
-/// itself without following, and never outside the root.
+/// in wasmtime-wasi, and so waited on a FIFO for ever. A component's WASI
+/// view is read-only now, in an approved writer's call too (its one file is
+/// written through `writes`), so every `set-times-at` is refused at once,
+/// following links or not, and no time moves anywhere.
 #[test]
 fn a_toolsets_touch_of_a_fifo_never_waits() {
     let p = hostile_writer();
@@ -396,34 +418,22 @@ fn a_toolsets_touch_of_a_fifo_never_waits() {
     symlink("file.txt", root.join("file-link")).unwrap();
     let secret = p.outside().join("secret.txt");
     symlink(&secret, root.join("out-link")).unwrap();
-    let secret_before = std::fs::metadata(&secret).unwrap().modified().unwrap();
+    let modified = |path: &Path| std::fs::symlink_metadata(path).unwrap().modified().unwrap();
+    let watched = [
+        root.join("pipe"),
+        root.join("file.txt"),
+        root.join("file-link"),
+        secret.clone(),
+    ];
+    let before: Vec<_> = watched.iter().map(|p| modified(p)).collect();
     let paths = ["pipe", "pipe-link", "file-link", "out-link"];
-    let r = p.call_finishes("touch", json!({ "paths": paths, "follow": true }));
-    assert_eq!(
-        r.text.lines().collect::<Vec<_>>(),
-        [
-            "pipe: touched",
-            "pipe-link: touched",
-            "file-link: touched",
-            "out-link: refused: not-permitted",
-        ],
-        "{}",
-        r.text
-    );
-    let touched = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
-    let modified = |name: &str| std::fs::symlink_metadata(root.join(name)).unwrap().modified().unwrap();
-    assert_eq!(modified("pipe"), touched);
-    assert_eq!(modified("file.txt"), touched);
-    assert_ne!(
-        modified("file-link"),
-        touched,
-        "the link itself is not touched when followed"
-    );
-    assert_eq!(std::fs::metadata(&secret).unwrap().modified().unwrap(), secret_before);
-    let r = p.call_finishes("touch", json!({ "paths": ["file-link", "out-link"], "follow": false }));
-    assert_eq!(r.text, "file-link: touched\nout-link: touched", "{}", r.text);
-    assert_eq!(modified("file-link"), touched);
-    assert_eq!(std::fs::metadata(&secret).unwrap().modified().unwrap(), secret_before);
+    for follow in [true, false] {
+        let r = p.call_finishes("touch", json!({ "paths": paths, "follow": follow }));
+        let refused: Vec<String> = paths.iter().map(|p| format!("{p}: refused: not-permitted")).collect();
+        assert_eq!(r.text.lines().collect::<Vec<_>>(), refused, "{}", r.text);
+    }
+    let after: Vec<_> = watched.iter().map(|p| modified(p)).collect();
+    assert_eq!(before, after, "no time moved");
 }
 
 /// Swaps `name` between a regular file inside and a symlink to the secret

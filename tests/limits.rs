@@ -186,7 +186,7 @@ fn a_component_cannot_make_the_host_hold_more_than_its_bounds() {
     ]);
     assert_eq!(
         rs[0].text,
-        "toolset \"hostile\" handed the host more than 64 MiB in one crossing and was stopped"
+        "toolset \"hostile\" handed the host more in one crossing than its memory limit (64 MiB) left room for beside its memory, and was stopped"
     );
     assert!(rs[0].is_error);
     assert_eq!(rs[1].text, "12 answers", "48 MiB in one crossing is allowed");
@@ -310,11 +310,12 @@ fn the_host_raises_its_soft_open_files_limit() {
 }
 
 /// A stream write past what check-write permitted traps, as WASI says:
-/// wasmtime-wasi's file streams would take a crossing's worth each and write
-/// it on a thread that outlives the call.
+/// wasmtime-wasi's streams would take a crossing's worth each (a file
+/// stream's written on a thread that outlives the call). Its stdout is the
+/// one output stream every component has.
 #[test]
 fn a_stream_write_past_its_permit_is_stopped() {
-    let p = hostile_with("write, process, parallel", "{}").answers(r#"["once", "once"]"#);
+    let p = hostile_with("process, parallel", "{}");
     let rs = p.calls(&[
         ("bigwrite", json!({"size": 8 << 20})),
         ("bigwrite", json!({"size": 4096})),
@@ -324,13 +325,12 @@ fn a_stream_write_past_its_permit_is_stopped() {
         "toolset \"hostile\" wrote more at once than its output stream permitted (check-write) and was stopped"
     );
     assert_eq!(rs[1].text, "wrote 4096", "within the permit");
-    assert_eq!(std::fs::read(p.path("big.txt")).unwrap().len(), 4096);
 }
 
 #[test]
 fn a_tool_name_collision_fails_the_load_naming_both_sets() {
     let p = Project::new().config(&format!(
-        "toolsets:\n  mycode:\n    path: {COMPONENTS}/code.wasm\n    grant: [parallel]\nagents:\n  a:\n    tools:\n      code:\n      mycode:\n"
+        "toolsets:\n  mycode:\n    path: {COMPONENTS}/code.wasm\n    grant: [write, parallel]\nagents:\n  a:\n    tools:\n      code:\n      mycode:\n"
     ));
     let out = p.run(&["tools"]);
     assert_eq!(out.status.code(), Some(2));
@@ -348,10 +348,10 @@ fn inspect_reports_what_a_component_imports() {
     let caps = support::capability_names(&report);
     assert_eq!(
         caps,
-        ["read", "session", "parallel"],
-        "code reads files, keeps the ledger and searches on every core; no ui, no process"
+        ["read", "write", "session", "parallel"],
+        "code reads files, writes the one an approved call names, keeps the ledger and searches on every core; no ui, no process"
     );
-    assert_eq!(report["package"], "iota:toolset@0.1.2");
+    assert_eq!(report["package"], "iota:toolset@0.1.3");
     assert_eq!(report["tools"].as_array().unwrap().len(), 6);
     assert_eq!(report["sha256"].as_str().unwrap().len(), 64);
     // The other built-ins ask for exactly what their specs need.
@@ -384,8 +384,8 @@ fn inspect_reports_what_a_component_imports() {
         .iter()
         .filter_map(|i| i.as_str())
         .collect();
-    assert!(imports.contains(&"iota:toolset/files@0.1.2"), "{imports:?}");
-    assert!(imports.contains(&"iota:toolset/workers@0.1.2"), "{imports:?}");
+    assert!(imports.contains(&"iota:toolset/files@0.1.3"), "{imports:?}");
+    assert!(imports.contains(&"iota:toolset/workers@0.1.3"), "{imports:?}");
 }
 
 #[test]
@@ -414,7 +414,7 @@ fn the_rust_example_toolset_loads_answers_and_asks_only_to_read() {
 }
 
 /// A toolset built against `iota:toolset@0.1.0`, before `files.stat-names`
-/// (0.1.1) and `files.list-dir-packed` (0.1.2), still loads and answers:
+/// (0.1.1), `files.list-dir-packed` (0.1.2) and `writes` (0.1.3), still loads and answers:
 /// the host's interfaces are a
 /// semver-compatible superset, and wasmtime resolves 0.1.0 names to them.
 /// The older build is today's example with every contract name set back
@@ -422,7 +422,7 @@ fn the_rust_example_toolset_loads_answers_and_asks_only_to_read() {
 #[test]
 fn a_toolset_built_against_the_previous_contract_version_still_loads() {
     let built = std::fs::read(format!("{COMPONENTS}/todo.wasm")).unwrap();
-    let names = regex::bytes::Regex::new(r"(iota:toolset(/[a-z-]+)?)@0\.1\.2").unwrap();
+    let names = regex::bytes::Regex::new(r"(iota:toolset(/[a-z-]+)?)@0\.1\.3").unwrap();
     let older = names.replace_all(&built, &b"${1}@0.1.0"[..]).into_owned();
     assert!(
         names.find(&older).is_none() && older != built,
@@ -577,24 +577,9 @@ fn bulk_reads_are_bounded_by_the_host_whatever_the_component_allows() {
         .map(|f| p.path(f).display().to_string())
         .collect();
     let args = json!({"paths": paths, "max": u64::MAX}).to_string();
-    // Reaped below with wait4, which std's Child does not offer.
-    #[allow(clippy::zombie_processes)]
-    let child = p
-        .command()
-        .args(["call", "bulk", &args])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let pid = child.id() as i32;
-    let mut stdout = String::new();
-    std::io::Read::read_to_string(&mut child.stdout.unwrap(), &mut stdout).unwrap();
-    // This child's own peak, not any other test's: wait4 on its pid.
-    let mut status = 0;
-    // SAFETY: plain out-parameters for wait4 on our own child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    assert_eq!(unsafe { libc::wait4(pid, &mut status, 0, &mut usage) }, pid);
+    let run = support::run_measured(p.command().args(["call", "bulk", &args]));
     assert_eq!(
-        stdout,
+        run.stdout,
         format!(
             "too large: {}\ntoo large: {}\ndata: {} bytes: ooooo…ooooo\n",
             5u64 << 30,
@@ -602,6 +587,99 @@ fn bulk_reads_are_bounded_by_the_host_whatever_the_component_allows() {
             1 << 20
         )
     );
-    let peak_mib = usage.ru_maxrss / 1024;
+    let peak_mib = run.peak_mib;
     assert!(peak_mib < 256, "host peak RSS {peak_mib} MiB");
+}
+
+/// What the host may hold for a component beyond its memory limit and the
+/// host's own base: the allocator's rounding, the last string lifted before
+/// the crossing's budget ran out, the instance's bookkeeping.
+const SLACK_MIB: i64 = 8;
+
+/// `p` configured with the hostile fixture granted `process, parallel`,
+/// `config` as its set's value and a memory limit of `memory` MiB: the same
+/// project, so the component compiled once stays compiled.
+fn hostile_configured(p: Project, config: &str, memory: u64) -> Project {
+    p.config(&format!(
+        "toolsets:\n  hostile:\n    path: {COMPONENTS}/hostile.wasm\n    grant: [process, parallel]\n    limits: {{memory: {memory}}}\nagents:\n  a:\n    tools:\n      hostile: {config}\n"
+    ))
+}
+
+/// What the host does for a component's description or a list it hands
+/// over is bounded by what the component paid for: thirty tool specs whose
+/// schemas all point at one 1 MiB string (`[0,0,…]`, the most JSON values per
+/// byte), a schema nested 200 deep, and 2.4 million empty paths to
+/// `read-files-containing`. The description is refused at load naming its
+/// bound, the read answers a bounded prefix, and the host's peak memory
+/// stays within the set's memory limit plus the same host's peak without
+/// the attack (its fixed base), measured with wait4.
+#[test]
+fn what_a_component_hands_the_host_costs_the_host_no_more_than_its_memory_limit() {
+    let memory = 32;
+    let mut p = hostile_configured(Project::new(), "{}", memory);
+    // The first run compiles the component (its peak is Cranelift's); the
+    // base is a run that finds it compiled, as every run below does.
+    assert_eq!(p.run(&["tools"]).status.code(), Some(0));
+    let base = support::run_measured(p.command().args(["tools"]));
+    assert_eq!(base.code, 0, "{}", base.stderr);
+    let within = |peak: i64, what: &str| {
+        assert!(
+            peak <= base.peak_mib + memory as i64 + SLACK_MIB,
+            "{what}: host peak {peak} MiB, base {} MiB, memory limit {memory} MiB",
+            base.peak_mib
+        );
+    };
+    for (config, refusal) in [
+        (
+            "{schemas: {count: 20, size: 1048576}}",
+            "toolset \"hostile\" describes its tools in 20481 KiB, more than the 1024 KiB a set's description may take",
+        ),
+        (
+            "{schemas: {count: 40, size: 1048576}}",
+            "toolset \"hostile\" handed the host more in one crossing than its memory limit (32 MiB) left room for beside its memory, and was stopped",
+        ),
+        (
+            "{schemas: {count: 1, deep: 200}}",
+            "toolset \"hostile\": the parameters of tool \"t0\" nest 200 deep, more than 32",
+        ),
+        (
+            "{schemas: {count: 300, size: 8}}",
+            "toolset \"hostile\" describes 300 tools, more than the 256 a set may have",
+        ),
+    ] {
+        p = hostile_configured(p, config, memory);
+        let run = support::run_measured(p.command().args(["tools"]));
+        assert_eq!(run.code, 2, "{config}: {}", run.stdout);
+        assert!(run.stderr.contains(refusal), "{config}: {}", run.stderr);
+        within(run.peak_mib, config);
+        eprintln!("{config}: host peak {} MiB, base {} MiB", run.peak_mib, base.peak_mib);
+    }
+    // 2.4 million empty paths, all aliasing one buffer: wasmtime would copy
+    // each (24 bytes), more than the memory limit leaves room for beside
+    // the component's own 48 MB of them; 400,000 fit, and the host looks at
+    // no more of them than one answer holds.
+    let p = hostile_configured(p, "{}", 64);
+    for (count, stopped) in [(2_400_000, true), (400_000, false)] {
+        let args = json!({"size": 0, "count": count, "needles": ["x"]}).to_string();
+        let run = support::run_measured(p.command().args(["call", "alias", &args]));
+        if stopped {
+            assert_eq!(
+                run.stdout.trim_end(),
+                "toolset \"hostile\" handed the host more in one crossing than its memory limit (64 MiB) left room for beside its memory, and was stopped"
+            );
+        } else {
+            let answered: usize = run.stdout.trim_end().trim_end_matches(" answers").parse().unwrap_or(0);
+            assert!((1..=4097).contains(&answered), "{}{}", run.stdout, run.stderr);
+        }
+        eprintln!(
+            "{count} paths: host peak {} MiB, base {} MiB",
+            run.peak_mib, base.peak_mib
+        );
+        assert!(
+            run.peak_mib <= base.peak_mib + 64 + SLACK_MIB,
+            "{count} paths to read-files-containing: host peak {} MiB, base {} MiB",
+            run.peak_mib,
+            base.peak_mib
+        );
+    }
 }

@@ -23,3 +23,4 @@ mod supply_chain;
 mod terminal;
 mod warm_tree;
 mod workers;
+mod writes;

@@ -350,12 +350,22 @@ impl FakeRegistry {
     }
 
     fn asked_for_blobs(&self) -> usize {
-        self.asked.lock().unwrap().iter().filter(|p| p.contains("/blobs/")).count()
+        self.asked
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|p| p.contains("/blobs/"))
+            .count()
     }
 }
 
 /// Answers one request on `stream`, then closes it.
-fn serve_one(mut stream: std::net::TcpStream, manifest: &[u8], blobs: &[(String, Blob)], asked: &std::sync::Mutex<Vec<String>>) {
+fn serve_one(
+    mut stream: std::net::TcpStream,
+    manifest: &[u8],
+    blobs: &[(String, Blob)],
+    asked: &std::sync::Mutex<Vec<String>>,
+) {
     let mut request = Vec::new();
     let mut byte = [0u8];
     while !request.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
@@ -380,7 +390,12 @@ fn serve_one(mut stream: std::net::TcpStream, manifest: &[u8], blobs: &[(String,
         reply(&mut stream, "application/json", "", b"{}");
     } else if path.contains("/manifests/") {
         let extra = format!("Docker-Content-Digest: {digest}\r\n");
-        reply(&mut stream, "application/vnd.oci.image.manifest.v1+json", &extra, manifest);
+        reply(
+            &mut stream,
+            "application/vnd.oci.image.manifest.v1+json",
+            &extra,
+            manifest,
+        );
     } else if path.contains("/referrers/") {
         let empty = br#"{"schemaVersion":2,"mediaType":"application/vnd.oci.image.index.v1+json","manifests":[]}"#;
         reply(&mut stream, "application/vnd.oci.image.index.v1+json", "", empty);
@@ -388,7 +403,9 @@ fn serve_one(mut stream: std::net::TcpStream, manifest: &[u8], blobs: &[(String,
         match blob {
             Blob::Bytes(bytes) => reply(&mut stream, "application/octet-stream", "", bytes),
             Blob::Endless => {
-                let _ = stream.write_all(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n");
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nConnection: close\r\n\r\n",
+                );
                 let zeros = vec![0u8; 1 << 16];
                 while stream.write_all(&zeros).is_ok() {}
             }
@@ -436,7 +453,12 @@ fn a_pull_bounds_and_verifies_what_the_registry_sends_before_anything_runs() {
     };
     let compiled = |p: &Project| -> usize {
         std::fs::read_dir(p.cache())
-            .map(|entries| entries.flatten().filter(|e| e.path().extension().is_some_and(|x| x == "cwasm")).count())
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+                    .count()
+            })
             .unwrap_or(0)
     };
 
@@ -474,7 +496,12 @@ fn a_pull_bounds_and_verifies_what_the_registry_sends_before_anything_runs() {
     ));
     let text = refused(&p, &["pull"]);
     assert!(text.contains("but the config pins sha256 1111"), "{text}");
-    assert!(!p.outside().join("iota-host.lock").exists() || !std::fs::read_to_string(p.outside().join("iota-host.lock")).unwrap().contains(&digest));
+    assert!(
+        !p.outside().join("iota-host.lock").exists()
+            || !std::fs::read_to_string(p.outside().join("iota-host.lock"))
+                .unwrap()
+                .contains(&digest)
+    );
     assert_eq!(compiled(&p), 0, "nothing was compiled");
 
     // Pinned right: pulled, locked, and reported from its bytes alone.
@@ -483,7 +510,10 @@ fn a_pull_bounds_and_verifies_what_the_registry_sends_before_anything_runs() {
         &digest["sha256:".len()..]
     ));
     let (pulled, _) = ok(&p, &["pull"]);
-    assert!(pulled.contains("asks for  [read, session, process, parallel]"), "{pulled}");
+    assert!(
+        pulled.contains("asks for  [read, session, process, parallel]"),
+        "{pulled}"
+    );
     assert_eq!(compiled(&p), 0, "nothing was compiled or run to report it");
     assert_eq!(store_leftovers(&p), Vec::<String>::new());
 }

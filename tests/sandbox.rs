@@ -732,9 +732,13 @@ fn an_iota_line_that_was_not_asked_about_never_leaves_the_sandbox() {
     let me = std::fs::canonicalize(std::env::current_exe().unwrap()).unwrap();
     let args =
         json!({"command": format!("{} --exact sandbox::prints_the_model_root --nocapture", me.display())}).to_string();
-    let unasked = shell.invoke(&session, &ui, "shell", &args, false);
+    let decided = |asked| iota_host::internals::Decided {
+        asked,
+        ..Default::default()
+    };
+    let unasked = shell.invoke(&session, &ui, "shell", &args, &decided(false));
     assert!(!unasked.text.contains("MODEL_ROOT="), "{}", unasked.text);
-    let asked = shell.invoke(&session, &ui, "shell", &args, true);
+    let asked = shell.invoke(&session, &ui, "shell", &args, &decided(true));
     assert!(
         asked.text.contains(&format!("MODEL_ROOT={}", p.root().display())),
         "{}",
@@ -862,10 +866,11 @@ fn an_iota_line_from_outside_the_root_stays_in_the_sandbox() {
     assert!(!r.header.ends_with("(outside the sandbox)"), "{}", r.header);
 }
 
-/// A background command flips `d` between nothing and a link to `.git`
-/// while the model writes `d/commondir` under `auto_write`: the gate's look
-/// at the path and the write happen while the session's sandboxed commands
-/// stand still, so no write lands in `.git` unasked, however the flips fall.
+/// A background command of the same session flips `d` between nothing and
+/// a link to `.git` while the model writes `d/commondir` under `auto_write`:
+/// the write goes through the directory the gate resolved and held, so no
+/// write lands in `.git` unasked, however the flips fall (tests/writes.rs
+/// does the same from a process the session does not know).
 #[test]
 fn a_link_flipped_under_a_write_never_lands_it_in_git() {
     let Some(p) = sandboxed() else { return };

@@ -5,12 +5,13 @@
 use crate::builtin_sets::{BUILTIN_SETS, Enabling, Runs, builtin_set};
 use crate::caps::ui::Ui;
 use crate::config::{Agent, Capability, Config, SetValue, Source};
+use crate::description::Tool;
 use crate::embedded;
 use crate::engine::Engine;
 use crate::registry::Store;
 use crate::shell::ShellToolset;
 use crate::shell::config::ShellConfig;
-use crate::toolset::{ToolSpec, Toolset};
+use crate::toolset::Toolset;
 use crate::wasm_toolset::{LoadError, LoadOptions, WasmToolset};
 use anyhow::{Context as _, Result, bail};
 use std::collections::{BTreeSet, HashMap};
@@ -103,14 +104,14 @@ impl AgentTools {
     }
 
     /// Every tool with the set that offers it, in config order.
-    pub fn tools(&self) -> impl Iterator<Item = (&Arc<dyn Toolset>, &ToolSpec)> {
+    pub fn tools(&self) -> impl Iterator<Item = (&Arc<dyn Toolset>, &Tool)> {
         self.sets
             .iter()
             .flat_map(|set| set.tools().iter().map(move |tool| (set, tool)))
     }
 
     /// The set offering `tool` and the tool's spec.
-    pub fn find(&self, tool: &str) -> Option<(&Arc<dyn Toolset>, &ToolSpec)> {
+    pub fn find(&self, tool: &str) -> Option<(&Arc<dyn Toolset>, &Tool)> {
         let set = &self.sets[*self.index.get(tool)?];
         set.tools().iter().find(|t| t.name == tool).map(|spec| (set, spec))
     }

@@ -30,10 +30,11 @@ use crate::agent::AgentTools;
 use crate::builtin_sets::{Enabling, builtin_set};
 use crate::caps::ui::Ui;
 use crate::config::Config;
+use crate::description::Tool;
 use crate::engine::Engine;
 use crate::round::{Call, Outcome};
 use crate::session::Session;
-use crate::toolset::{ApprovalRule, Presentation, ToolSpec, Toolset};
+use crate::toolset::{ApprovalRule, Presentation, Toolset};
 use anyhow::{Context as _, Result, bail};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -200,8 +201,8 @@ pub struct ToolInfo {
     pub set: String,
     /// What the model reads about it.
     pub description: String,
-    /// Its arguments' JSON Schema.
-    pub parameters: serde_json::Value,
+    /// Its arguments' JSON Schema, parsed once when its set was loaded.
+    pub parameters: Arc<serde_json::Map<String, serde_json::Value>>,
     /// It never changes anything.
     pub read_only: bool,
     /// It may replace what was there (the writers).
@@ -221,12 +222,12 @@ pub struct ToolInfo {
 impl ToolInfo {
     /// What `set` says of its tool `spec`, hints derived in this one place
     /// (the MCP server's annotations read them too).
-    pub(crate) fn of(set: &Arc<dyn Toolset>, spec: &ToolSpec) -> ToolInfo {
+    pub(crate) fn of(set: &Arc<dyn Toolset>, spec: &Tool) -> ToolInfo {
         ToolInfo {
             name: spec.name.clone(),
             set: set.name().to_string(),
             description: spec.description.clone(),
-            parameters: serde_json::from_str(&spec.parameters).unwrap_or(serde_json::Value::Null),
+            parameters: spec.schema.clone(),
             read_only: spec.read_only,
             destructive: !spec.read_only && spec.presentation == Presentation::Expanded,
             idempotent: spec.read_only || spec.presentation == Presentation::Expanded,

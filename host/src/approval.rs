@@ -10,6 +10,7 @@
 //! to permit it here.`"
 
 use crate::caps::ui::{Approval as Answer, ApprovalRequest, Ui};
+use crate::caps::writes::{CallWrite, HeldWrite};
 use crate::session::Session;
 use crate::toolset::{ApprovalRule, ToolSpec, Toolset};
 use std::path::{Component, Path, PathBuf};
@@ -65,17 +66,14 @@ impl Decision {
     }
 }
 
-/// Paths under the root whose contents change what runs outside any
-/// sandbox: git runs hooks and `core.fsmonitor` from `.git` (and finds a
-/// bare repository at the root by its `HEAD`), and iota-host reads its
-/// project config from `.iota`. The same list the sandbox keeps read-only.
-pub const PROTECTED_DIRS: &[&str] = crate::shell::sandbox::PROTECTED_AT_ROOT;
-
 /// Decides whether one call runs. `header` is shown in the question; the
-/// writer's diff comes from the toolset's `preview`, computed read-only. A
-/// call of a tool that may write, whose `path` lands in a [`PROTECTED_DIRS`]
-/// directory of `root`, is asked about every time: no auto-approve option
-/// and no "allow for this session" covers it.
+/// writer's diff comes from the toolset's `preview`, computed read-only on
+/// `write`, the file the call would write, resolved and held before anything
+/// is asked. A write that lands where it changes what runs outside the
+/// sandbox ([`crate::protected`]: a repository's `.git`, the root's `.iota`
+/// or `HEAD`) is asked about every time: no auto-approve option and no
+/// "allow for this session" covers it.
+#[allow(clippy::too_many_arguments)]
 pub fn gate(
     set: &Arc<dyn Toolset>,
     spec: &ToolSpec,
@@ -83,10 +81,10 @@ pub fn gate(
     ui: &Arc<dyn Ui>,
     args: &str,
     header: &str,
+    write: &CallWrite,
     root: &Path,
 ) -> Decision {
-    let target = (!spec.read_only).then(|| WriteTarget::of(root, args)).flatten();
-    let protected = target.as_ref().is_some_and(|t| t.protected);
+    let protected = write.held().is_some_and(HeldWrite::protected);
     if !protected && set.approval(&spec.name, args) == ApprovalRule::Never {
         return Decision::NotNeeded;
     }
@@ -97,11 +95,16 @@ pub fn gate(
     if !ui.interactive() {
         return Decision::Refused(non_interactive_refusal(&spec.name));
     }
-    let diff = set.preview(session, &spec.name, args);
+    let diff = set.preview(session, &spec.name, args, write);
     // The question names where the write really lands, so the answer (and,
     // over MCP's multi round-trip requests, its digest) covers that too: a
-    // link swapped in before the call or before its retry is seen.
-    let header = target.map_or_else(|| header.to_string(), |t| t.annotate(header));
+    // link swapped in before the call or before its retry is seen. The write
+    // then goes through the directory resolved here, held open.
+    let header = match (write.held(), given(args, "path")) {
+        (Some(held), Some(path)) => annotate(header, &path, held.lands(), protected),
+        _ if spec.read_only => header.to_string(),
+        _ => given(args, "cwd").map_or_else(|| header.to_string(), |cwd| annotate_cwd(header, root, &cwd)),
+    };
     let request = ApprovalRequest {
         tool: &spec.name,
         header: &header,
@@ -164,61 +167,33 @@ pub fn ask(
     }
 }
 
-/// Where a writer's `path` argument really lands: resolved as the file tools
-/// resolve it (relative to the root), `..` folded, and every link in the
-/// part that exists followed, so neither `a/../.git/hooks/x` nor a link to
-/// `.git` gets past.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WriteTarget {
-    /// The `path` argument as given.
-    given: String,
-    /// Where it lands, relative to the root (absolute when outside it).
-    lands: PathBuf,
-    /// Whether that is in a [`PROTECTED_DIRS`] directory of the root.
-    pub protected: bool,
+/// The string argument `key` of a call's arguments.
+fn given(args: &str, key: &str) -> Option<String> {
+    let args = serde_json::from_str::<serde_json::Value>(args).ok()?;
+    args.get(key)?.as_str().map(str::to_string)
 }
 
-impl WriteTarget {
-    /// The target of the call's `path` argument, or else of its `cwd` (a
-    /// shell command's directory: named when a link moves it, never
-    /// protected — a sandboxed command cannot write there anyway).
-    pub fn of(root: &Path, args: &str) -> Option<WriteTarget> {
-        let args = serde_json::from_str::<serde_json::Value>(args).ok()?;
-        let (given, is_path) = match (args.get("path"), args.get("cwd")) {
-            (Some(path), _) => (path.as_str()?.to_string(), true),
-            (None, Some(cwd)) => (cwd.as_str()?.to_string(), false),
-            (None, None) => return None,
-        };
-        let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-        let resolved = resolve(&root.join(&given));
-        let protected = is_path && PROTECTED_DIRS.iter().any(|dir| resolved.starts_with(root.join(dir)));
-        let lands = resolved.strip_prefix(&root).map_or(resolved.clone(), Path::to_path_buf);
-        Some(WriteTarget {
-            given,
-            lands,
-            protected,
-        })
+/// `header` with where a write lands when that is not the path as given
+/// (`→ .git/config`), and a warning when it is protected.
+fn annotate(header: &str, given: &str, lands: &Path, protected: bool) -> String {
+    let mut text = header.to_string();
+    if fold(Path::new(given)) != lands {
+        text.push_str(&format!(" → {}", lands.display()));
     }
-
-    /// `header` with where the write lands when that is not the path as
-    /// given (`→ .git/config`), and a warning when it is protected.
-    pub fn annotate(&self, header: &str) -> String {
-        let mut text = header.to_string();
-        if fold(Path::new(&self.given)) != self.lands {
-            text.push_str(&format!(" → {}", self.lands.display()));
-        }
-        if self.protected {
-            text.push_str(" (protected: it changes what runs outside the sandbox)");
-        }
-        text
+    if protected {
+        text.push_str(" (protected: it changes what runs outside the sandbox)");
     }
+    text
 }
 
-/// Whether the call's `path` argument lands in a protected directory of
-/// `root` (see [`WriteTarget`]).
-#[cfg(test)]
-fn writes_protected(root: &Path, args: &str) -> bool {
-    WriteTarget::of(root, args).is_some_and(|t| t.protected)
+/// `header` of a shell command with where its `cwd` really is when a link
+/// moves it (`→ .git`): shown, not protected — a sandboxed command cannot
+/// write there anyway.
+fn annotate_cwd(header: &str, root: &Path, cwd: &str) -> String {
+    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let resolved = resolve(&root.join(cwd));
+    let lands = resolved.strip_prefix(&root).map_or(resolved.clone(), Path::to_path_buf);
+    annotate(header, cwd, &lands, false)
 }
 
 /// `path` with `.` and `..` folded, by the text alone.
@@ -237,7 +212,7 @@ fn fold(path: &Path) -> PathBuf {
 }
 
 /// `path` with `.` and `..` folded and the links of its longest existing
-/// prefix followed.
+/// prefix followed: for showing where a command's directory is.
 fn resolve(path: &Path) -> PathBuf {
     let folded = fold(path);
     let mut existing = folded.as_path();
@@ -261,44 +236,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn writes_into_git_or_iota_are_found_however_spelled() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = std::fs::canonicalize(dir.path()).unwrap();
-        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
-        std::fs::create_dir_all(root.join("src")).unwrap();
-        std::os::unix::fs::symlink(root.join(".git"), root.join("g")).unwrap();
-        let args = |path: &str| serde_json::json!({ "path": path }).to_string();
-        for protected in [
-            ".git/hooks/pre-commit",
-            "./.git/config",
-            "src/../.git/hooks/x",
-            "g/hooks/pre-commit",
-            ".iota/config.yaml",
-            ".iota",
-            &format!("{}/.iota/config.yaml", root.display()),
-        ] {
-            assert!(writes_protected(&root, &args(protected)), "{protected}");
-        }
-        for plain in ["src/a.rs", ".gitignore", ".iotarc", "git/x", "src/.git-notes"] {
-            assert!(!writes_protected(&root, &args(plain)), "{plain}");
-        }
-        assert!(!writes_protected(&root, "{}"));
-    }
-
-    #[test]
     fn the_question_names_where_a_write_lands() {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::create_dir_all(root.join(".git")).unwrap();
         std::fs::write(root.join(".git/config"), "").unwrap();
         std::fs::write(root.join("b.txt"), "").unwrap();
-        std::os::unix::fs::symlink(root.join(".git/config"), root.join("a.txt")).unwrap();
+        std::os::unix::fs::symlink(".git/config", root.join("a.txt")).unwrap();
         std::os::unix::fs::symlink("b.txt", root.join("c.txt")).unwrap();
         let shown = |path: &str| {
-            let args = serde_json::json!({ "path": path }).to_string();
-            WriteTarget::of(&root, &args)
-                .unwrap()
-                .annotate(&format!("write_file {path}"))
+            let held = crate::caps::writes::HeldWrite::resolve(&root, path).unwrap();
+            annotate(&format!("write_file {path}"), path, held.lands(), held.protected())
         };
         assert_eq!(
             shown("a.txt"),
@@ -308,16 +256,16 @@ mod tests {
         assert_eq!(shown("b.txt"), "write_file b.txt");
         assert_eq!(shown("new/d.txt"), "write_file new/d.txt");
         assert_eq!(shown("./b.txt"), "write_file ./b.txt");
-        std::os::unix::fs::symlink(root.join(".git"), root.join("d")).unwrap();
-        let cwd = |cwd: &str| {
-            let args = serde_json::json!({ "command": "make", "cwd": cwd }).to_string();
-            WriteTarget::of(&root, &args).unwrap().annotate("shell make")
-        };
-        assert_eq!(cwd("d"), "shell make → .git", "a linked cwd is named, not protected");
-        assert_eq!(cwd("."), "shell make");
         assert_eq!(
             shown(".git/config"),
             "write_file .git/config (protected: it changes what runs outside the sandbox)"
         );
+        std::os::unix::fs::symlink(root.join(".git"), root.join("d")).unwrap();
+        assert_eq!(
+            annotate_cwd("shell make", &root, "d"),
+            "shell make → .git",
+            "a linked cwd is named, not protected"
+        );
+        assert_eq!(annotate_cwd("shell make", &root, "."), "shell make");
     }
 }

@@ -4,7 +4,8 @@
 //! A component's imports are its requested capabilities. [`requested`] reads
 //! them; [`check_grants`] refuses a component that asks for more than its
 //! config grants — before it is ever instantiated. Each capability's host side
-//! is one module: `fs` (WASI preopens of the project root, whole-file reads of `iota:toolset/files`), `ui`, `session`,
+//! is one module: `fs` (WASI preopens of the project root, whole-file reads of `iota:toolset/files`),
+//! `writes` (the one file an approved call may change, held open), `ui`, `session`,
 //! `process`, `workers`; `wasi_bounds` holds a few of WASI's calls to bounds
 //! wasmtime-wasi leaves open.
 
@@ -14,6 +15,7 @@ pub mod session;
 pub mod ui;
 pub mod wasi_bounds;
 pub mod workers;
+pub mod writes;
 
 use crate::config::Capability;
 use crate::session::Session;
@@ -65,6 +67,8 @@ pub struct CallState {
     pub(crate) stop: Stopper,
     /// The directory listings its WASI `read-directory` streams hold.
     pub(crate) listings: wasi_bounds::Listings,
+    /// The file the call may change, decided before it ran.
+    pub(crate) write: writes::CallWrite,
 }
 
 impl WasiView for CallState {
@@ -141,18 +145,47 @@ impl std::fmt::Display for Cancelled {
 impl std::error::Error for Cancelled {}
 
 /// Caps a store's linear memory; remembers whether the cap was hit so the
-/// error names the limit rather than a bare trap.
+/// error names the limit rather than a bare trap, and how much the store's
+/// memories hold, so a crossing is held to the room left
+/// ([`MemoryLimiter::crossing_room`]).
 pub struct MemoryLimiter {
     pub(crate) max: usize,
     pub(crate) hit: bool,
+    /// Bytes the store's linear memories have grown to.
+    pub(crate) used: usize,
 }
 
+impl MemoryLimiter {
+    /// A limiter of `max` bytes, nothing used yet.
+    pub(crate) fn new(max: usize) -> MemoryLimiter {
+        MemoryLimiter {
+            max,
+            hit: false,
+            used: 0,
+        }
+    }
+
+    /// What one call into the host may copy out of the component: the room
+    /// its memory limit leaves beside what its memory holds now (at least
+    /// [`MIN_CROSSING`], at most `cap`). A component's data is then in its
+    /// memory or in the host's copy of one crossing, never both past the
+    /// limit: the host holds at most the limit, plus its base, for it.
+    pub(crate) fn crossing_room(&self, cap: usize) -> usize {
+        self.max.saturating_sub(self.used).clamp(MIN_CROSSING.min(cap), cap)
+    }
+}
+
+/// What a crossing may copy even when the component's memory is at its limit:
+/// a call with a path or two must still work.
+pub const MIN_CROSSING: usize = 1 << 20;
+
 impl wasmtime::ResourceLimiter for MemoryLimiter {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+    fn memory_growing(&mut self, current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         if desired > self.max {
             self.hit = true;
             wasmtime::bail!("memory limit reached");
         }
+        self.used = self.used.saturating_add(desired.saturating_sub(current));
         Ok(true)
     }
 

@@ -236,9 +236,8 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     let config = Config::discover_from(cli.config.as_deref(), model_root.is_none()).map_err(UsageError)?;
     let root = crate::api::project_root(cli.root.as_deref()).map_err(UsageError)?;
     let inside_protected = |root: &Path, model_root: &Path| {
-        crate::approval::PROTECTED_DIRS
-            .iter()
-            .any(|dir| root.starts_with(model_root.join(dir)))
+        root.strip_prefix(model_root)
+            .is_ok_and(|inside| crate::protected::by_name(&inside.iter().collect::<Vec<_>>()))
     };
     if let Some(model_root) = &model_root
         && !std::fs::canonicalize(&root).is_ok_and(|r| r.starts_with(model_root) && !inside_protected(&r, model_root))
@@ -371,7 +370,7 @@ fn print_tools(tools: &[ToolInfo], json: bool) {
                 if tool.parallel { "parallel" } else { "serial" },
                 tool.presentation.word(),
                 tool.description,
-                tool.parameters
+                serde_json::to_string(&*tool.parameters).unwrap_or_default()
             );
         }
     }

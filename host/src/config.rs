@@ -92,8 +92,7 @@ pub struct CapabilityInfo {
     /// What it lets a component do, for `inspect` and the grant error.
     pub meaning: &'static str,
     /// The imports that ask for it: an interface (`iota:toolset/ui`) or, ending
-    /// in `/`, every interface of a package (`wasi:filesystem/`). Writing has
-    /// none of its own: it is the read preopen's write permission.
+    /// in `/`, every interface of a package (`wasi:filesystem/`).
     pub imports: &'static [&'static str],
 }
 
@@ -108,8 +107,8 @@ pub const CAPABILITIES: [CapabilityInfo; 6] = [
     CapabilityInfo {
         capability: Capability::FsWrite,
         word: "write",
-        meaning: "create and change files under the project root (approved calls only)",
-        imports: &[],
+        meaning: "create and change the file an approved call names under the project root",
+        imports: &["iota:toolset/writes"],
     },
     CapabilityInfo {
         capability: Capability::Session,

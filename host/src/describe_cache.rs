@@ -100,10 +100,10 @@ pub fn load(state: &StateDir, name: &str) -> Option<(Vec<String>, Vec<ToolSpec>)
 
 /// Remembers an answer; a cache that cannot be written only costs the next
 /// start a describe.
-pub fn store(state: &StateDir, name: &str, imports: &[String], tools: &[ToolSpec]) {
+pub fn store<'a>(state: &StateDir, name: &str, imports: &[String], tools: impl IntoIterator<Item = &'a ToolSpec>) {
     let described = Described {
         imports: imports.to_vec(),
-        tools: tools.iter().map(StoredSpec::from).collect(),
+        tools: tools.into_iter().map(StoredSpec::from).collect(),
     };
     if let Ok(json) = serde_json::to_vec(&described) {
         let _ = state.write(name, &json);

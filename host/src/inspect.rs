@@ -52,14 +52,19 @@ pub fn inspect(engine: &Engine, path: &Path, config: Option<&Config>) -> Result<
             process: None,
         };
         match WasmToolset::load(engine, options, &ui) {
-            Ok(set) => Some(set.tools().iter().map(|t| {
-                json!({
-                    "name": t.name, "description": t.description,
-                    "parameters": serde_json::from_str::<serde_json::Value>(&t.parameters).unwrap_or(json!(t.parameters)),
-                    "approval": t.approval.word(), "parallel": t.parallel,
-                    "presentation": t.presentation.word(), "read_only": t.read_only,
-                })
-            }).collect::<Vec<_>>()),
+            Ok(set) => Some(
+                set.tools()
+                    .iter()
+                    .map(|t| {
+                        json!({
+                            "name": t.name, "description": t.description,
+                            "parameters": t.schema,
+                            "approval": t.approval.word(), "parallel": t.parallel,
+                            "presentation": t.presentation.word(), "read_only": t.read_only,
+                        })
+                    })
+                    .collect::<Vec<_>>(),
+            ),
             Err(LoadError::Config(e) | LoadError::Fatal(e)) => {
                 eprintln!("iota-host: {} could not describe its tools: {e}", path.display());
                 None

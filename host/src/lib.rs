@@ -29,6 +29,7 @@ mod caps;
 mod cli;
 mod config;
 mod describe_cache;
+mod description;
 mod embedded;
 mod engine;
 mod host_state;
@@ -38,6 +39,7 @@ mod inspect;
 mod mcp;
 #[cfg(feature = "cli")]
 mod present;
+mod protected;
 mod provenance;
 mod registry;
 mod round;
@@ -62,12 +64,13 @@ pub mod internals {
     pub use crate::caps::fs::{MAX_WARM_ENTRIES, WarmStats};
     pub use crate::config::EMBEDDED_DEFAULT;
     pub use crate::engine::{KEEP_COMPILED, KEEP_DESCRIBED, POOLED_INSTANCES};
+    pub use crate::protected::PROTECTED_AT_ROOT;
     pub use crate::session::Session;
     pub use crate::shell::ShellToolset;
     pub use crate::shell::iota::{SimpleCommand, iota_call};
-    pub use crate::shell::sandbox::{PROTECTED_AT_ROOT, Policy, bwrap_args, find_on_path, probe};
+    pub use crate::shell::sandbox::{Policy, bwrap_args, find_on_path, probe};
     pub use crate::shell::seccomp::filter_fds;
-    pub use crate::toolset::Toolset;
+    pub use crate::toolset::{Decided, Toolset};
 
     /// Worker tasks `session`'s calls have submitted so far.
     pub fn worker_tasks(session: &crate::HostSession) -> u64 {

@@ -16,7 +16,7 @@ use crate::caps::ui::elicitation::{FormUi, PeerCarrier};
 use crate::caps::ui::{NoUi, Ui};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, GetSkillRequestParams,
-    GetSkillResult, GetTaskParams, GetTaskResult, Implementation, JsonObject, ListResourcesResult, ListSkillsResult,
+    GetSkillResult, GetTaskParams, GetTaskResult, Implementation, ListResourcesResult, ListSkillsResult,
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProtocolVersion, ReadResourceRequestParams,
     ReadResourceResponse, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
@@ -126,7 +126,6 @@ impl McpServer {
             .into_iter()
             .filter(|info| interactive || !needs_someone_to_answer(&info.set))
             .map(|info| {
-                let schema: JsonObject = serde_json::from_value(info.parameters).unwrap_or_default();
                 let mut hints = ToolAnnotations::new();
                 hints.read_only_hint = Some(info.read_only);
                 hints.destructive_hint = Some(info.destructive);
@@ -135,7 +134,7 @@ impl McpServer {
                 if info.asks_first {
                     hints.title = Some(format!("{} (asks first)", info.name));
                 }
-                Tool::new(info.name, info.description, Arc::new(schema)).with_annotations(hints)
+                Tool::new(info.name, info.description, info.parameters).with_annotations(hints)
             })
             .collect()
     }

@@ -5,8 +5,9 @@
 use crate::agent::AgentTools;
 use crate::approval::{self, Decision};
 use crate::caps::ui::Ui;
+use crate::caps::writes::CallWrite;
 use crate::session::Session;
-use crate::toolset::{ApprovalRule, Presentation, ToolResult};
+use crate::toolset::{ApprovalRule, Decided, Presentation, ToolResult};
 use std::sync::Arc;
 
 /// One call: a tool name and its JSON arguments text.
@@ -64,11 +65,14 @@ impl AgentTools {
         let header = set
             .header(&call.tool, &call.args)
             .unwrap_or_else(|| header_guess(&call.tool, &call.args));
-        // A tool that may write decides (the gate resolves its path) and
-        // writes while the session's sandboxed commands stand still: none can
-        // swap a link under the path in between (`d` → `.git`).
-        let _still = (!spec.read_only && set.name() != crate::shell::NAME).then(|| session.pause_sandboxes());
-        let decision = approval::gate(set, spec, session, ui, &call.args, &header, self.root());
+        // A writing call's file is resolved once, here, and held open: the
+        // preview reads it, the question names it, the write goes through it,
+        // so no link changed in between moves the write (caps/writes.rs).
+        let write = match serde_json::from_str(&call.args) {
+            Ok(args) if !spec.read_only && set.writes_files() => CallWrite::resolve(self.root(), &args),
+            _ => CallWrite::Nothing,
+        };
+        let decision = approval::gate(set, spec, session, ui, &call.args, &header, &write, self.root());
         let result = match &decision {
             Decision::Refused(text) => ToolResult {
                 text: text.clone(),
@@ -82,7 +86,13 @@ impl AgentTools {
                 header,
                 diff: None,
             },
-            _ => set.invoke(session, ui, &call.tool, &call.args, decision.asked()),
+            _ => {
+                let decided = Decided {
+                    asked: decision.asked(),
+                    write: write.decided(),
+                };
+                set.invoke(session, ui, &call.tool, &call.args, &decided)
+            }
         };
         // A call that may have written (a writer, any shell command): the
         // session's warm tree starts again rather than trusting inotify alone.

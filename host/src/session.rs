@@ -19,7 +19,6 @@ pub struct Session {
     private_tmp: OnceLock<PathBuf>,
     placeholders: Mutex<Vec<PathBuf>>,
     foreground: Mutex<Vec<std::sync::Weak<Running>>>,
-    sandboxed: Mutex<Vec<std::sync::Weak<Running>>>,
     cancellations: AtomicU64,
     /// Worker tasks the session's calls have submitted (`caps/workers.rs`).
     tasks: AtomicU64,
@@ -57,38 +56,6 @@ impl std::fmt::Display for StateFull {
 
 impl std::error::Error for StateFull {}
 
-/// The session's sandboxed processes, stopped until this is dropped
-/// ([`Session::pause_sandboxes`]).
-#[derive(Debug)]
-pub struct SandboxPause {
-    stopped: Vec<i32>,
-}
-
-/// Whether every thread of process `pid` is stopped (or the process is no
-/// longer running).
-fn stopped_or_gone(pid: i32) -> bool {
-    let Ok(threads) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
-        return true;
-    };
-    threads.flatten().all(|thread| {
-        let Ok(stat) = std::fs::read_to_string(thread.path().join("stat")) else {
-            return true;
-        };
-        // The state follows the command name, which is in parentheses.
-        stat.rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next())
-            .is_none_or(|state| matches!(state, 'T' | 't' | 'Z' | 'X'))
-    })
-}
-
-impl Drop for SandboxPause {
-    fn drop(&mut self) {
-        for &pid in &self.stopped {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGCONT);
-        }
-    }
-}
-
 impl Default for Session {
     fn default() -> Self {
         Session {
@@ -98,7 +65,6 @@ impl Default for Session {
             private_tmp: OnceLock::new(),
             placeholders: Mutex::default(),
             foreground: Mutex::default(),
-            sandboxed: Mutex::default(),
             cancellations: AtomicU64::new(0),
             tasks: AtomicU64::new(0),
             warm_tree: crate::caps::fs::WarmTree::default(),
@@ -141,55 +107,6 @@ impl Session {
         let mut foreground = self.foreground.lock().unwrap();
         foreground.retain(|r| r.strong_count() > 0);
         foreground.push(Arc::downgrade(running));
-    }
-
-    /// Remembers a sandboxed command (foreground or job), so that a write by
-    /// a tool can be made while it stands still.
-    pub fn track_sandboxed(&self, running: &Arc<Running>) {
-        let mut sandboxed = self.sandboxed.lock().unwrap();
-        sandboxed.retain(|r| r.upgrade().is_some_and(|r| r.ending().is_none()));
-        sandboxed.push(Arc::downgrade(running));
-    }
-
-    /// Stops every process of the session's running sandboxed commands (a
-    /// process that forks meanwhile is caught on the next pass; each is in
-    /// its command's cgroup from its first instruction) until the returned
-    /// guard drops. A tool's write is decided and made in that stillness, so
-    /// a command cannot swap a link under it between the approval gate's
-    /// look at the path and the write (`round.rs`).
-    pub fn pause_sandboxes(&self) -> SandboxPause {
-        let running: Vec<Arc<Running>> = self
-            .sandboxed
-            .lock()
-            .unwrap()
-            .iter()
-            .filter_map(std::sync::Weak::upgrade)
-            .filter(|r| r.ending().is_none())
-            .collect();
-        let mut stopped: Vec<i32> = Vec::new();
-        for _ in 0..64 {
-            let fresh: Vec<i32> = running
-                .iter()
-                .flat_map(|r| r.processes())
-                .filter(|pid| !stopped.contains(pid))
-                .collect();
-            if fresh.is_empty() {
-                break;
-            }
-            for pid in fresh {
-                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGSTOP);
-                stopped.push(pid);
-            }
-        }
-        // A stop takes effect when the process next leaves the CPU, not when
-        // kill returns: wait until each one is seen stopped (or gone).
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
-        for &pid in &stopped {
-            while !stopped_or_gone(pid) && std::time::Instant::now() < deadline {
-                std::thread::yield_now();
-            }
-        }
-        SandboxPause { stopped }
     }
 
     /// Cancels the session's foreground commands (an MCP client's

@@ -124,7 +124,7 @@ pub struct ShellToolset {
     /// the `process` runner, which is built without the set's load checks,
     /// obeys it too.
     refused: Option<String>,
-    spec: [ToolSpec; 1],
+    spec: Vec<crate::description::Tool>,
 }
 
 impl ShellToolset {
@@ -167,7 +167,7 @@ impl ShellToolset {
             canonical_root: std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf()),
             interpreter,
             running_binary,
-            spec: [spec],
+            spec: crate::description::check(NAME, vec![spec]).expect("the shell's own description is within bounds"),
         }
     }
 
@@ -265,9 +265,6 @@ impl ShellToolset {
             .map_err(|e| format!("failed to run: {e}"))?;
         let running =
             Running::start(launch, cwd, log.clone(), timeout, contained).map_err(|e| format!("failed to run: {e}"))?;
-        if contained {
-            session.track_sandboxed(&running);
-        }
         Ok(Started { running, log, id })
     }
 
@@ -342,7 +339,7 @@ impl ShellToolset {
             visible: vec![jobs_dir()],
             network: self.config.network,
             protected: session.protect(
-                &sandbox::PROTECTED_AT_ROOT
+                &crate::protected::PROTECTED_AT_ROOT
                     .iter()
                     .map(|name| self.root.join(name))
                     .collect::<Vec<_>>(),
@@ -638,7 +635,7 @@ impl Toolset for ShellToolset {
         NAME
     }
 
-    fn tools(&self) -> &[ToolSpec] {
+    fn tools(&self) -> &[crate::description::Tool] {
         &self.spec
     }
 
@@ -650,7 +647,7 @@ impl Toolset for ShellToolset {
         self.config.network || !self.sandboxed()
     }
 
-    fn preview(&self, _: &Arc<Session>, _: &str, _: &str) -> Option<String> {
+    fn preview(&self, _: &Arc<Session>, _: &str, _: &str, _: &crate::caps::writes::CallWrite) -> Option<String> {
         None
     }
 
@@ -690,13 +687,20 @@ impl Toolset for ShellToolset {
         decode::<Args>(args).ok().map(|args| self.header_for(&args))
     }
 
-    fn invoke(&self, session: &Arc<Session>, _ui: &Arc<dyn Ui>, _tool: &str, args: &str, asked: bool) -> ToolResult {
+    fn invoke(
+        &self,
+        session: &Arc<Session>,
+        _ui: &Arc<dyn Ui>,
+        _tool: &str,
+        args: &str,
+        decided: &crate::toolset::Decided,
+    ) -> ToolResult {
         let args = match decode::<Args>(args) {
             Ok(args) => args,
             Err(e) => return ToolResult::failure(NAME, e),
         };
         let header = self.header_for(&args);
-        match self.run(session, &args, asked) {
+        match self.run(session, &args, decided.asked) {
             Ok(text) => ToolResult {
                 text,
                 is_error: false,

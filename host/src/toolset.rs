@@ -3,6 +3,8 @@
 //! native shell set will too.
 
 use crate::caps::ui::Ui;
+use crate::caps::writes::CallWrite;
+use crate::description::Tool;
 use crate::session::Session;
 use std::sync::Arc;
 
@@ -15,12 +17,19 @@ pub use crate::caps::bindings::iota::toolset::types::{Presentation, ToolResult, 
 pub trait Toolset: Send + Sync {
     /// The set's name under `tools:`.
     fn name(&self) -> &str;
-    /// The tools it offers with this configuration.
-    fn tools(&self) -> &[ToolSpec];
+    /// The tools it offers with this configuration, checked and parsed
+    /// when it was loaded.
+    fn tools(&self) -> &[Tool];
     /// What it adds to the system prompt.
     fn prompt(&self) -> Option<String>;
-    /// What a call would change, computed without changing anything.
-    fn preview(&self, session: &Arc<Session>, tool: &str, args: &str) -> Option<String>;
+    /// What a call would change, computed without changing anything; `write`
+    /// is the file it would write, held (read-only until decided).
+    fn preview(&self, session: &Arc<Session>, tool: &str, args: &str, write: &CallWrite) -> Option<String>;
+    /// Whether calls of its writing tools write a file through
+    /// `iota:toolset/writes`, so the gate resolves and holds their `path`.
+    fn writes_files(&self) -> bool {
+        false
+    }
     /// Whether this call needs approval; by default the tool's spec decides.
     fn approval(&self, tool: &str, _args: &str) -> ApprovalRule {
         self.tools()
@@ -43,11 +52,22 @@ pub trait Toolset: Send + Sync {
     fn open_world(&self) -> bool {
         false
     }
-    /// Runs one call that has passed the approval gate; `asked` says whether
-    /// the gate asked the user (or found it allowed for the session), so
-    /// that a set whose approval depends on the moment (the shell's iota
-    /// exception) runs under the regime the gate saw, not one decided anew.
-    fn invoke(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, tool: &str, args: &str, asked: bool) -> ToolResult;
+    /// Runs one call that has passed the approval gate, with what the gate
+    /// decided ([`Decided`]).
+    fn invoke(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, tool: &str, args: &str, decided: &Decided)
+    -> ToolResult;
+}
+
+/// What the gate decided about a call that runs, carried to the run so the
+/// run acts on the decision and decides nothing anew.
+#[derive(Debug, Clone, Default)]
+pub struct Decided {
+    /// Whether the gate asked the user (or found the call allowed for the
+    /// session): a set whose approval depends on the moment (the shell's
+    /// iota exception) runs under the regime the gate saw.
+    pub asked: bool,
+    /// The file the call may write, held since the gate resolved it.
+    pub write: CallWrite,
 }
 
 impl ToolResult {

@@ -8,13 +8,15 @@ use crate::caps::bindings::iota::toolset::types::Context;
 use crate::caps::fs::{self, FsAccess};
 use crate::caps::ui::Ui;
 use crate::caps::workers::{NewWorker, Workers};
+use crate::caps::writes::CallWrite;
 use crate::caps::{self, CallState, Cancelled, MemoryLimiter};
 use crate::config::{Capability, Limits};
 use crate::describe_cache;
+use crate::description::{self, Tool};
 use crate::engine::Engine;
 use crate::session::{Session, StateFull};
 use crate::shell::ShellToolset;
-use crate::toolset::{ToolResult, ToolSpec, Toolset};
+use crate::toolset::{Decided, ToolResult, Toolset};
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -53,7 +55,7 @@ pub struct WasmToolset {
     requested: BTreeSet<Capability>,
     limits: Limits,
     config: String,
-    tools: Vec<ToolSpec>,
+    tools: Vec<Tool>,
     process: Option<Arc<ShellToolset>>,
     read_dirs: Vec<PathBuf>,
 }
@@ -128,30 +130,29 @@ impl WasmToolset {
             let imports = caps::classify_all(&imports);
             caps::check_grants(name, &imports, &toolset.granted).map_err(LoadError::Fatal)?;
             toolset.requested = caps::requested(&imports);
-            toolset.tools = tools;
+            toolset.tools = description::check(name, tools).map_err(LoadError::Fatal)?;
         } else {
             let (pre, imports) = toolset.prepare()?;
             toolset.requested = caps::requested(&imports);
             let _ = toolset.pre.set(Ok(pre));
             let session = Arc::new(Session::new());
             let (described, asked) = toolset
-                .run(&session, ui, FsAccess::None, Role::Other, |bindings, store, ctx| {
-                    let described = bindings.iota_toolset_toolset().call_describe(&mut *store, ctx)?;
-                    Ok((described, store.data().asked))
-                })
+                .run(
+                    &session,
+                    ui,
+                    FsAccess::None,
+                    Role::Other(CallWrite::Nothing),
+                    |bindings, store, ctx| {
+                        let described = bindings.iota_toolset_toolset().call_describe(&mut *store, ctx)?;
+                        Ok((described, store.data().asked))
+                    },
+                )
                 .map_err(LoadError::Fatal)?;
-            toolset.tools = described.map_err(LoadError::Config)?;
+            let specs = described.map_err(LoadError::Config)?;
+            toolset.tools = description::check(name, specs).map_err(LoadError::Fatal)?;
             if let Some((state, file)) = remembered.filter(|_| !asked) {
                 let names: Vec<String> = imports.iter().map(|i| i.name().to_string()).collect();
-                describe_cache::store(state, &file, &names, &toolset.tools);
-            }
-        }
-        for tool in &toolset.tools {
-            if !valid_tool_name(&tool.name) {
-                return Err(LoadError::Fatal(format!(
-                    "toolset {name:?} declares a tool named {:?}: names must match ^[a-zA-Z0-9_-]{{1,64}}$",
-                    tool.name
-                )));
+                describe_cache::store(state, &file, &names, toolset.tools.iter().map(|t| &t.spec));
             }
         }
         Ok(toolset)
@@ -175,7 +176,7 @@ impl WasmToolset {
         let pre = linker.instantiate_pre(&component).map_err(|e| fatal(e.into()))?;
         let pre = ToolsetHostPre::new(pre).map_err(|e| {
             LoadError::Fatal(format!(
-                "toolset {name:?} does not export iota:toolset/toolset@0.1.2: {e:#}"
+                "toolset {name:?} does not export iota:toolset/toolset@0.1.3: {e:#}"
             ))
         })?;
         Ok((pre, imports))
@@ -211,16 +212,13 @@ impl WasmToolset {
         Arc::new_cyclic(|me| WasmToolset { me: me.clone(), ..self })
     }
 
-    /// The filesystem view for a call of `tool`.
-    fn access_for(&self, tool: &str) -> FsAccess {
-        if !self.requested.contains(&Capability::FsRead) {
-            return FsAccess::None;
-        }
-        let read_only = self.tools.iter().find(|t| t.name == tool).is_none_or(|t| t.read_only);
-        if !read_only && self.granted.contains(&Capability::FsWrite) {
-            FsAccess::ReadWrite
-        } else {
+    /// The filesystem view of every call: read-only, when the component
+    /// reads files at all (a write goes through `writes`, [`CallWrite`]).
+    fn access(&self) -> FsAccess {
+        if self.requested.contains(&Capability::FsRead) {
             FsAccess::ReadOnly
+        } else {
+            FsAccess::None
         }
     }
 
@@ -325,10 +323,14 @@ impl WasmToolset {
         role: &Role,
         deadline: Instant,
     ) -> Result<(Store<CallState>, MemoryOutputPipe, MemoryOutputPipe), String> {
-        let (workers, abandoned) = match role {
-            Role::Call => (self.workers(session, access, deadline), None),
-            Role::Task { abandoned, .. } => (Err("a task cannot submit tasks"), Some(abandoned.clone())),
-            Role::Other => (Err("only a tool call can have workers"), None),
+        let (workers, abandoned, write) = match role {
+            Role::Call(write) => (self.workers(session, access, deadline), None, write.clone()),
+            Role::Task { abandoned, .. } => (
+                Err("a task cannot submit tasks"),
+                Some(abandoned.clone()),
+                CallWrite::Nothing,
+            ),
+            Role::Other(write) => (Err("only a tool call can have workers"), None, write.clone()),
         };
         let (stdout, stderr) = (caps::stdio_pipe(), caps::stdio_pipe());
         let mut builder = WasiCtxBuilder::new();
@@ -341,16 +343,13 @@ impl WasmToolset {
             .stderr(stderr.clone());
         caps::disable_network(&mut builder);
         let mut files = fs::preopen(&mut builder, &self.root, &self.read_dirs, access).map_err(|e| format!("{e:#}"))?;
-        if matches!(role, Role::Call) {
+        if matches!(role, Role::Call(_)) {
             files.expect_walk_start();
         }
         let state = CallState {
             wasi: builder.build(),
             table: Default::default(),
-            limiter: MemoryLimiter {
-                max: usize::try_from(self.limits.memory).unwrap_or(usize::MAX),
-                hit: false,
-            },
+            limiter: MemoryLimiter::new(usize::try_from(self.limits.memory).unwrap_or(usize::MAX)),
             set: self.name.clone(),
             session: session.clone(),
             ui: crate::caps::ui::Timed::new(ui.clone()),
@@ -360,10 +359,22 @@ impl WasmToolset {
             workers,
             stop: caps::Stopper::new(session, deadline, abandoned),
             listings: Default::default(),
+            write,
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|s| &mut s.limiter);
-        store.set_hostcall_fuel(self.crossing_cap());
+        // Each call into the host may copy out what the memory limit leaves
+        // room for now: aliased strings, each copied, cannot make the host
+        // hold more for the component than its limit.
+        let cap = self.crossing_cap();
+        store.set_hostcall_fuel(cap);
+        store.call_hook(move |mut store, hook| {
+            if matches!(hook, wasmtime::CallHook::CallingHost) {
+                let room = store.data().limiter.crossing_room(cap);
+                store.set_hostcall_fuel(room);
+            }
+            Ok(())
+        });
         store.set_max_component_handles(MAX_HANDLES);
         // Every tick checks for a cancellation of the session's calls (and for
         // a task, of the call it is part of) and for the deadline, so a call
@@ -432,6 +443,9 @@ impl WasmToolset {
         if err.downcast_ref::<Cancelled>().is_some() {
             return format!("toolset {name:?} was cancelled");
         }
+        if let Some(too_much) = err.downcast_ref::<crate::caps::ui::TooMuchToAsk>() {
+            return format!("toolset {name:?} {too_much} and was stopped");
+        }
         if err.downcast_ref::<StateFull>().is_some() {
             return format!(
                 "toolset {name:?} kept more than {} MiB in its session state and was stopped",
@@ -458,8 +472,8 @@ impl WasmToolset {
                 .contains("fuel allocated for hostcalls has been exhausted")
         }) {
             return format!(
-                "toolset {name:?} handed the host more than {} MiB in one crossing and was stopped",
-                self.crossing_cap() >> 20
+                "toolset {name:?} handed the host more in one crossing than its memory limit ({} MiB) left room for beside its memory, and was stopped",
+                self.limits.memory >> 20
             );
         }
         if err.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
@@ -516,73 +530,78 @@ struct Instance {
 
 /// What a store is made for.
 enum Role {
-    /// A tool call: it may submit tasks (`iota:toolset/workers`).
-    Call,
+    /// A tool call: it may submit tasks (`iota:toolset/workers`) and write
+    /// what the gate decided it may.
+    Call(CallWrite),
     /// A task of a tool call, bound by the call's deadline and stopped when
     /// the call no longer waits for it.
     Task {
         deadline: Instant,
         abandoned: Arc<AtomicBool>,
     },
-    /// Describe, prompt, preview.
-    Other,
+    /// Describe, prompt, preview (which reads the file a call would write).
+    Other(CallWrite),
 }
 
 /// How long a call waits before it asks again for a pooled instance slot.
 const POOL_RETRY: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// Why a call stopped when its session cancelled it.
-/// Tool names the model can call: `^[a-zA-Z0-9_-]{1,64}$`.
-pub fn valid_tool_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-}
-
 impl Toolset for WasmToolset {
     fn name(&self) -> &str {
         &self.name
     }
 
-    fn tools(&self) -> &[ToolSpec] {
+    fn tools(&self) -> &[Tool] {
         &self.tools
+    }
+
+    fn writes_files(&self) -> bool {
+        self.requested.contains(&Capability::FsWrite)
     }
 
     fn prompt(&self) -> Option<String> {
         let session = Arc::new(Session::new());
         let ui: Arc<dyn Ui> = Arc::new(crate::caps::ui::NoUi);
-        let access = if self.requested.contains(&Capability::FsRead) {
-            FsAccess::ReadOnly
-        } else {
-            FsAccess::None
-        };
-        self.run(&session, &ui, access, Role::Other, |b, store, ctx| {
-            b.iota_toolset_toolset().call_prompt(store, ctx)
-        })
+        self.run(
+            &session,
+            &ui,
+            self.access(),
+            Role::Other(CallWrite::Nothing),
+            |b, store, ctx| b.iota_toolset_toolset().call_prompt(store, ctx),
+        )
         .ok()
         .flatten()
     }
 
-    fn preview(&self, session: &Arc<Session>, tool: &str, args: &str) -> Option<String> {
+    fn preview(&self, session: &Arc<Session>, tool: &str, args: &str, write: &CallWrite) -> Option<String> {
         let ui: Arc<dyn Ui> = Arc::new(crate::caps::ui::NoUi);
-        let access = if self.requested.contains(&Capability::FsRead) {
-            FsAccess::ReadOnly
-        } else {
-            FsAccess::None
-        };
-        self.run(session, &ui, access, Role::Other, |b, store, ctx| {
-            b.iota_toolset_toolset().call_preview(store, ctx, tool, args)
-        })
+        self.run(
+            session,
+            &ui,
+            self.access(),
+            Role::Other(write.clone()),
+            |b, store, ctx| b.iota_toolset_toolset().call_preview(store, ctx, tool, args),
+        )
         .ok()
         .flatten()
     }
 
-    fn invoke(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, tool: &str, args: &str, _asked: bool) -> ToolResult {
-        let access = self.access_for(tool);
-        self.run(session, ui, access, Role::Call, |b, store, ctx| {
-            b.iota_toolset_toolset().call_invoke(store, ctx, tool, args)
-        })
+    fn invoke(
+        &self,
+        session: &Arc<Session>,
+        ui: &Arc<dyn Ui>,
+        tool: &str,
+        args: &str,
+        decided: &Decided,
+    ) -> ToolResult {
+        self.run(
+            session,
+            ui,
+            self.access(),
+            Role::Call(decided.write.clone()),
+            |b, store, ctx| b.iota_toolset_toolset().call_invoke(store, ctx, tool, args),
+        )
         .and_then(|result| self.within_output_limit(result))
         .unwrap_or_else(|text| ToolResult::failure(tool, text))
     }

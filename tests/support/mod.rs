@@ -283,7 +283,7 @@ pub fn assert_refused_for_process(out: &Output) {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("toolset \"hostile\" imports iota:toolset/process@0.1.2 (run commands in the shell sandbox), which its config does not grant"),
+        err.contains("toolset \"hostile\" imports iota:toolset/process@0.1.3 (run commands in the shell sandbox), which its config does not grant"),
         "{err}"
     );
     assert!(err.contains("grant: [process]"), "{err}");

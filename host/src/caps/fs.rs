@@ -1,5 +1,7 @@
 //! The filesystem capability: WASI preopens of the project root, and
 //! `iota:toolset/files`, whole-file reads in bulk through the same jail.
+//! Both are read-only for every call: the one file a writing call may change
+//! is written through `writes.rs`.
 //!
 //! The root is preopened both at `.` and at its absolute path, so a guest can
 //! use the absolute paths it reports to the model. wasmtime's preopen refuses
@@ -52,6 +54,12 @@ pub const MAX_DIR_ENTRIES: usize = 1 << 20;
 /// (it holds no data, but each opens and allocates).
 pub const ANSWER_COST: u64 = 64;
 
+/// Paths one answer of `read-files` or `read-files-containing` can hold:
+/// each counts [`ANSWER_COST`] against [`BULK_BUDGET`]. The host looks at
+/// no more of the list than that, so the work done for a list of millions of
+/// (empty) paths is this many, whatever wasmtime copied in.
+pub const MAX_ANSWERS: usize = (BULK_BUDGET / ANSWER_COST) as usize + 1;
+
 /// Bytes of a directory path `list-dir` and `stat-names` look at, the
 /// system's `PATH_MAX`: no longer path can be opened, and the warm tree
 /// remembers the paths listed.
@@ -63,15 +71,13 @@ fn file_cap(asked: u64, memory: usize) -> u64 {
     asked.min(MAX_FILE_BYTES).min(u64::try_from(memory).unwrap_or(u64::MAX))
 }
 
-/// What a call may do to the project root.
+/// What a call may see of the project root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FsAccess {
     /// No filesystem at all.
     None,
-    /// Read-only: readers, previews, toolsets without the write grant.
+    /// The root and the read directories, read-only.
     ReadOnly,
-    /// Read-write: approved calls of writing tools with the write grant.
-    ReadWrite,
 }
 
 /// Needles `read-files-containing` looks for at most, and their bytes
@@ -172,11 +178,10 @@ pub fn preopen(
     read_dirs: &[std::path::PathBuf],
     access: FsAccess,
 ) -> Result<Files> {
-    let perms = match access {
-        FsAccess::None => return Ok(Files::default()),
-        FsAccess::ReadOnly => FsPerms::ReadOnly,
-        FsAccess::ReadWrite => FsPerms::ReadWrite,
-    };
+    if access == FsAccess::None {
+        return Ok(Files::default());
+    }
+    let perms = FsPerms::ReadOnly;
     let absolute = root.to_str().context("the project root is not valid UTF-8")?;
     builder
         .preopened_dir(root, ".", perms)
@@ -445,6 +450,7 @@ fn read_answer(
     mut needles: Option<&mut Needles>,
     warm: &WarmTree,
 ) -> Vec<Option<Content>> {
+    let paths = &paths[..paths.len().min(MAX_ANSWERS)];
     let mut answer = Vec::with_capacity(paths.len());
     // Without needles everything read is carried, so only the data budget,
     // the smaller one, applies.

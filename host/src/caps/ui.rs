@@ -84,12 +84,62 @@ impl Ui for NoUi {
     }
 }
 
+/// Questions one `choose` puts at most (the spec's `choose` takes 1–4).
+pub const MAX_QUESTIONS: usize = 4;
+/// Choices one question offers at most.
+pub const MAX_CHOICES: usize = 64;
+/// Bytes of text one question to the person holds at most (headers,
+/// questions, labels and descriptions together).
+pub const MAX_QUESTION_BYTES: usize = 64 << 10;
+
+/// A question past what the host puts to a person at once: a component's
+/// memory limit bounds what it hands over, not what a terminal or an MCP form
+/// would make of a million choices.
+#[derive(Debug)]
+pub struct TooMuchToAsk;
+
+impl std::fmt::Display for TooMuchToAsk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "asked more than a person is asked at once ({MAX_QUESTIONS} questions of at most {MAX_CHOICES} choices, {} KiB of text)",
+            MAX_QUESTION_BYTES >> 10
+        )
+    }
+}
+
+impl std::error::Error for TooMuchToAsk {}
+
+/// `Ok` when `questions` are within the bounds, looked at before anything
+/// is shown.
+fn within_bounds(questions: &[Question]) -> Result<(), TooMuchToAsk> {
+    if questions.len() > MAX_QUESTIONS || questions.iter().any(|q| q.choices.len() > MAX_CHOICES) {
+        return Err(TooMuchToAsk);
+    }
+    let text: usize = questions
+        .iter()
+        .map(|q| {
+            q.header.len()
+                + q.question.len()
+                + q.choices
+                    .iter()
+                    .map(|c| c.label.len() + c.description.as_ref().map_or(0, String::len))
+                    .sum::<usize>()
+        })
+        .sum();
+    if text > MAX_QUESTION_BYTES {
+        return Err(TooMuchToAsk);
+    }
+    Ok(())
+}
+
 impl Host for CallState {
     fn interactive(&mut self) -> bool {
         self.ui.interactive()
     }
 
     fn choose(&mut self, questions: Vec<Question>) -> wasmtime::Result<Option<Vec<Answer>>> {
+        within_bounds(&questions)?;
         self.asked = true;
         let answers = self.ui.choose(&questions);
         self.answered();
@@ -100,6 +150,9 @@ impl Host for CallState {
     }
 
     fn confirm(&mut self, question: String, yes_label: String, no_label: String) -> wasmtime::Result<Option<bool>> {
+        if question.len() + yes_label.len() + no_label.len() > MAX_QUESTION_BYTES {
+            return Err(TooMuchToAsk.into());
+        }
         self.asked = true;
         let answer = self.ui.confirm(&question, &yes_label, &no_label);
         self.answered();

@@ -107,7 +107,9 @@ impl Skills {
     /// Calls one of the component's entry points; its JSON answer.
     fn entry<T: for<'de> Deserialize<'de>>(&self, entry: &str, args: serde_json::Value) -> Result<T, String> {
         let nobody: Arc<dyn Ui> = Arc::new(NoUi);
-        let result = self.set.invoke(&self.session, &nobody, entry, &args.to_string(), false);
+        let result = self
+            .set
+            .invoke(&self.session, &nobody, entry, &args.to_string(), &Default::default());
         if result.is_error {
             return Err(result.text);
         }

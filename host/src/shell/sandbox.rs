@@ -254,12 +254,6 @@ pub const CREDENTIAL_STORES: &[&str] = &[
     ".pypirc",
 ];
 
-/// Paths under the root that stay read-only, with a placeholder where
-/// missing: `.git` (hooks, `core.fsmonitor`), `.iota` (the project config),
-/// and `HEAD`, without which no bare repository's layout at the root
-/// (`HEAD`, `objects/`, `refs/`, `config`) is one git would find.
-pub const PROTECTED_AT_ROOT: &[&str] = &[".git", ".iota", "HEAD"];
-
 /// Kernel interfaces under a fresh /proc that write to global state with no
 /// check but the uid: bound read-only from the host's, as container runtimes do.
 const PROC_READ_ONLY: &[&str] = &["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"];

@@ -13,12 +13,13 @@
 //! times in <path>; extend it with surrounding context to make it unique, or
 //! set replace_all), cannot write (cannot write <path>: <error>).
 
-use crate::file_io::{self, Target, numbered, plain};
+use crate::file_io::{self, Target, numbered};
 use crate::{Ctx, ledger};
 use iota_toolset::ToolResult;
 use iota_toolset::args::MaybeEmpty;
-use iota_toolset::files::Content;
+use iota_toolset::files::HeadError;
 use iota_toolset::size::mb;
+use iota_toolset::writes::{self, Refusal, Version};
 use memchr::memmem;
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -48,6 +49,8 @@ const SNIPPET_CONTEXT: usize = 3;
 pub struct Plan {
     target: Target,
     new: Vec<u8>,
+    /// The version the edit was worked out from.
+    expect: Version,
     count: usize,
     /// Byte range of the first replacement in the new content.
     first: (usize, usize),
@@ -55,33 +58,33 @@ pub struct Plan {
     pub diff: String,
 }
 
-/// Works out the edit, checking every refusal in the spec's order.
+/// Works out the edit, checking every refusal in the spec's order. The
+/// file is read through the host's hold on the call's file (`writes`), the
+/// one the question named and the write will replace, never waiting on a
+/// FIFO: one open for its stat and its bytes.
 pub fn plan(ctx: &Ctx, args: &Args) -> Result<Plan, String> {
     let written = args.path.as_str();
     let (old, new) = (&*args.old_string, &*args.new_string);
     let replace_all = args.replace_all.unwrap_or(false);
     let target = Target::resolve(&ctx.jail, written)?;
-    let meta = target.regular_file(&ctx.jail)?;
-    if meta.len() > file_io::MAX_READ {
-        return Err(format!("{written} is too large to edit ({})", mb(meta.len())));
-    }
-    ledger::check(ctx.session, &target.abs, ledger::Stamp::of(&meta), written)?;
+    let current = writes::read(file_io::MAX_READ)
+        .map_err(|why| target.refusal(&ctx.jail, head_error(why)))?
+        .ok_or_else(|| target.refusal(&ctx.jail, HeadError::NotFound))?;
+    let Some(content) = current.data else {
+        return Err(format!("{written} is too large to edit ({})", mb(current.version.size)));
+    };
+    ledger::check(
+        ctx.session,
+        &target.abs,
+        ledger::Stamp::of_version(&current.version),
+        written,
+    )?;
     if old.is_empty() {
         return Err("old_string must not be empty (use write_file to create or replace a whole file)".into());
     }
     if old == new {
         return Err("old_string and new_string are identical".into());
     }
-    // Read by the host, which opens without blocking and reads regular files
-    // only: a FIFO swapped in since the check above would have held a WASI
-    // read, and the call, past its deadline.
-    let path = iota_toolset::jail::path_text(&target.abs).into_owned();
-    let content = match iota_toolset::files::read_files(&[path], file_io::MAX_READ).pop() {
-        Some(Content::Data(content)) => content,
-        Some(Content::TooLarge(size)) => return Err(format!("{written} is too large to edit ({})", mb(size))),
-        Some(Content::Unreadable(why)) => return Err(format!("cannot read {written}: {why}")),
-        None => return Err(format!("cannot read {written}")),
-    };
     let found: Vec<usize> = memmem::find_iter(&content, old.as_bytes()).collect();
     // find_iter may report overlapping occurrences; replacement needs disjoint ones.
     let mut starts = Vec::with_capacity(found.len());
@@ -121,6 +124,7 @@ pub fn plan(ctx: &Ctx, args: &Args) -> Result<Plan, String> {
     Ok(Plan {
         target,
         new: out,
+        expect: current.version,
         count: starts.len(),
         first,
         diff,
@@ -135,12 +139,13 @@ pub fn run(ctx: &Ctx, args: &Args) -> ToolResult {
         Err(e) => return ToolResult::error(header, e),
     };
     let written = &plan.target.written;
-    if let Err(e) = file_io::write_atomic(&plan.target.abs, &plan.new) {
-        return ToolResult::error(header, format!("cannot write {written}: {}", plain(&e)));
-    }
-    if let Ok(meta) = std::fs::metadata(&plan.target.abs) {
-        ledger::record(ctx.session, &plan.target.abs, ledger::Stamp::of(&meta));
-    }
+    let version = match writes::replace(&plan.new, Some(plan.expect)) {
+        Ok(version) => version,
+        Err(Refusal::Changed) => return ToolResult::error(header, ledger::changed(written)),
+        Err(Refusal::Other(why)) => return ToolResult::error(header, format!("cannot write {written}: {why}")),
+        Err(why) => return ToolResult::error(header, plan.target.refusal(&ctx.jail, head_error(why))),
+    };
+    ledger::record(ctx.session, &plan.target.abs, ledger::Stamp::of_version(&version));
     let noun = if plan.count == 1 { "replacement" } else { "replacements" };
     let text = format!("{} {noun} in {written}\n{}", plan.count, snippet(&plan.new, plan.first));
     ToolResult::ok(header, text).with_diff(Some(plan.diff))
@@ -163,4 +168,17 @@ fn snippet(content: &[u8], span: (usize, usize)) -> String {
         numbered(i + 1, &iota_toolset::output::clip(line, 500), &mut rows);
     }
     rows
+}
+
+/// A refusal of the host's hold on the file, as the file tools word a file
+/// they cannot read.
+fn head_error(why: Refusal) -> HeadError {
+    match why {
+        Refusal::Outside => HeadError::Outside,
+        Refusal::Directory => HeadError::Directory,
+        Refusal::NotRegular => HeadError::NotRegular,
+        Refusal::NotApproved => HeadError::Other("this call was not approved to write it".into()),
+        Refusal::Changed => HeadError::Other("it changed while it was read".into()),
+        Refusal::Other(why) => HeadError::Other(why),
+    }
 }

@@ -1,12 +1,10 @@
-//! File access shared by the tools: bounded reads, binary detection, atomic
-//! writes, line numbering, diffs, and the mapping of I/O errors to the texts
-//! the model reads.
+//! File access shared by the tools: bounded reads, binary detection, line
+//! numbering, diffs, and the texts the model reads when a file cannot be
+//! read. (Writes go through the host: `iota_toolset::writes`.)
 
 use iota_toolset::files::HeadError;
 use iota_toolset::jail::Jail;
-use std::fs::Metadata;
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Files are read up to 20 MB.
 pub const MAX_READ: u64 = 20 * 1024 * 1024;
@@ -18,7 +16,7 @@ pub fn is_binary(bytes: &[u8]) -> bool {
     memchr::memchr(0, &bytes[..bytes.len().min(BINARY_PROBE)]).is_some()
 }
 
-/// A file argument resolved inside the jail, with its `stat` result.
+/// A file argument resolved inside the jail.
 pub struct Target {
     /// The path as the model wrote it.
     pub written: String,
@@ -35,18 +33,6 @@ impl Target {
         })
     }
 
-    /// `file does not exist: <absolute path>` and its siblings for `err`.
-    pub fn error_text(&self, jail: &Jail, err: &io::Error) -> String {
-        let why = if Jail::is_escape(err) {
-            HeadError::Outside
-        } else if err.kind() == io::ErrorKind::NotFound {
-            HeadError::NotFound
-        } else {
-            HeadError::Other(plain(err))
-        };
-        self.refusal(jail, why)
-    }
-
     /// The text the model reads when this file cannot be read: one place for
     /// the texts, whether a WASI stat or the host's `read-head` said why.
     pub fn refusal(&self, jail: &Jail, why: HeadError) -> String {
@@ -58,60 +44,9 @@ impl Target {
             HeadError::Other(why) => format!("cannot read {}: {why}", self.written),
         }
     }
-
-    /// Metadata of an existing regular file (links followed inside the root),
-    /// or the text the model reads when it is missing, a directory, escapes or
-    /// is not a regular file.
-    pub fn regular_file(&self, jail: &Jail) -> Result<Metadata, String> {
-        let meta = std::fs::metadata(&self.abs).map_err(|e| self.error_text(jail, &e))?;
-        if meta.is_dir() {
-            return Err(self.refusal(jail, HeadError::Directory));
-        }
-        if !meta.is_file() {
-            return Err(self.refusal(jail, HeadError::NotRegular));
-        }
-        Ok(meta)
-    }
 }
 
 pub use iota_toolset::output::plain;
-
-/// Writes `bytes` to `path` atomically: a temporary file in the same directory,
-/// then a rename over the target. The rename replaces the directory entry, so a
-/// symlink at `path` is replaced, never written through.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path.parent().unwrap_or(Path::new("/"));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut attempt = 0u32;
-    let (tmp, mut file) = loop {
-        let tmp = dir.join(format!(".{name}.iota-{}-{attempt}.tmp", unique()));
-        match std::fs::OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Ok(file) => break (tmp, file),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists && attempt < 16 => attempt += 1,
-            Err(e) => return Err(e),
-        }
-    };
-    let written = file.write_all(bytes).and_then(|()| file.flush());
-    drop(file);
-    match written.and_then(|()| std::fs::rename(&tmp, path)) {
-        Ok(()) => Ok(()),
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            Err(e)
-        }
-    }
-}
-
-/// A value that differs between calls, for temporary file names.
-fn unique() -> u128 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0)
-}
 
 /// One row of numbered output: the line number right-aligned in six columns,
 /// a tab, and the line.

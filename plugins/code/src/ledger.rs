@@ -4,9 +4,8 @@
 //! can never blind-overwrite the user's edits. It lives in the host's session,
 //! so it lasts across the calls of one session.
 
-use iota_toolset::files::{self, FileHead};
+use iota_toolset::files::FileHead;
 use iota_toolset::session::SessionStore;
-use std::fs::Metadata;
 use std::path::Path;
 
 /// `<path> has not been read in this session — read it with read_file before modifying it`
@@ -31,11 +30,12 @@ pub struct Stamp {
 }
 
 impl Stamp {
-    /// The stamp of a `stat` result.
-    pub fn of(meta: &Metadata) -> Stamp {
+    /// The stamp of a version of the call's file (`writes`): the same
+    /// `stat`, taken by the host on the file it holds.
+    pub fn of_version(version: &iota_toolset::writes::Version) -> Stamp {
         Stamp {
-            modified_ns: files::modified_ns(meta),
-            size: meta.len(),
+            modified_ns: version.modified_ns,
+            size: version.size,
         }
     }
 

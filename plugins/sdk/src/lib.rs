@@ -24,6 +24,7 @@ pub mod session;
 pub mod size;
 pub mod tool;
 pub mod workers;
+pub mod writes;
 
 /// Bindings generated from `wit/toolset.wit`.
 #[allow(missing_docs)]

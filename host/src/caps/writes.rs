@@ -1,0 +1,741 @@
+//! The write capability (`iota:toolset/writes`): the one file a call of a
+//! writing tool may change, resolved once when the call is decided and held
+//! open from then on.
+//!
+//! Why a handle and not a path: the gate decides by where a write lands —
+//! whether to ask, what the question names, whether it is protected — and
+//! another party (a sandboxed command of this session or of another one on
+//! the same project) can change the path afterwards, flipping a link `d` →
+//! `.git` between the gate's look and the write. So [`HeldWrite::resolve`]
+//! walks the path beneath the root one component at a time, the kernel
+//! following no symlink (a link inside the root is read and followed here,
+//! where the walk sees it, as the file tools always followed them), and keeps
+//! the last directory it reached open. The preview's diff, the question, and
+//! the write all use that directory: [`HeldWrite::read`] and
+//! [`HeldWrite::replace`] open one name in it and never look the path up
+//! again. The WASI preopens are read-only for every call, so this is the only
+//! way a component writes, and only the approved call's [`CallWrite`] lets
+//! `replace` through.
+//!
+//! What a held directory does not stop: the directory itself being renamed
+//! somewhere else by a process that can rename it. Inside the sandbox no
+//! command can move a directory into a repository's `.git` or the root's
+//! `.iota` (they are read-only mounts there, `shell/sandbox.rs`), which is
+//! what the protection is about; a process of the user's own, outside any
+//! sandbox, could, and it could write `.git/config` itself.
+
+use super::CallState;
+use super::bindings::iota::toolset::writes::{Current, Host, Refusal, Version};
+use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, RenameFlags};
+use rustix::io::Errno;
+use std::ffi::{OsStr, OsString};
+use std::io::{Read as _, Write as _};
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+/// Symlinks a resolution follows at most, as the kernel's `ELOOP` bound.
+const MAX_HOPS: usize = 40;
+
+/// Why a call's `path` has no file a write could land in, as the tool reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unresolved {
+    /// It, or a symlink on it, leads outside the root (an absolute symlink
+    /// too, as the preopen refuses them).
+    Outside,
+    /// It is a directory.
+    Directory,
+    /// Not a regular file: a FIFO, a socket, a device, a dangling symlink, a
+    /// file where a directory should be, too many links.
+    NotRegular,
+    /// Anything else, in words.
+    Other(String),
+}
+
+impl From<Unresolved> for Refusal {
+    fn from(why: Unresolved) -> Refusal {
+        match why {
+            Unresolved::Outside => Refusal::Outside,
+            Unresolved::Directory => Refusal::Directory,
+            Unresolved::NotRegular => Refusal::NotRegular,
+            Unresolved::Other(why) => Refusal::Other(why),
+        }
+    }
+}
+
+/// An OS error in words, without its number.
+fn other(e: Errno) -> Unresolved {
+    Unresolved::Other(iota_toolset::output::plain(&std::io::Error::from(e)))
+}
+
+/// The file a writing call may change: the directory it lands in, held open
+/// since the call was decided, and its name there.
+#[derive(Debug)]
+pub struct HeldWrite {
+    /// The deepest directory on the path that existed, open.
+    dir: OwnedFd,
+    /// Directories to create below `dir`, outermost first.
+    missing: Vec<OsString>,
+    /// The file's name in the last of them.
+    name: OsString,
+    /// Where it lands, relative to the root.
+    lands: PathBuf,
+    /// Where it lands, absolute.
+    path: PathBuf,
+    /// Whether a write there changes what runs outside the sandbox
+    /// ([`crate::protected`]).
+    protected: bool,
+}
+
+impl HeldWrite {
+    /// Resolves `given` (relative to `root`, or absolute inside it) beneath
+    /// the root: `.` and `..` of the text folded first (a path above the root
+    /// is outside), then component by component from the opened root, each
+    /// directory opened without following a link; a symlink met on the way is
+    /// read and its target walked from the directory it is in, `..` there
+    /// taken from that directory. `root` is the project's absolute path.
+    pub fn resolve(root: &Path, given: &str) -> Result<HeldWrite, Unresolved> {
+        // No longer path could be opened (`PATH_MAX`), and a walk that
+        // creates directories must not make thousands of them.
+        if given.len() > super::fs::MAX_PATH_BYTES {
+            return Err(other(Errno::NAMETOOLONG));
+        }
+        let relative = fold_beneath(root, Path::new(given)).ok_or(Unresolved::Outside)?;
+        let root_dir = rustix::fs::open(
+            root,
+            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(other)?;
+        // The directories entered below the root, with their names.
+        let mut entered: Vec<(OwnedFd, OsString)> = Vec::new();
+        // What is left to walk, the next component last.
+        let mut pending: Vec<OsString> = relative.iter().rev().map(OsStr::to_os_string).collect();
+        let mut hops = 0;
+        // Whether the last component was a symlink: then nothing missing may
+        // be created for it (a dangling link is not a file to write through).
+        let mut through_final_link = false;
+        let (missing, name) = loop {
+            let Some(part) = pending.pop() else {
+                // The path ends in a directory (`x/..`, a link to `.`).
+                return Err(Unresolved::Directory);
+            };
+            if part == "." {
+                continue;
+            }
+            if part == ".." {
+                entered.pop().ok_or(Unresolved::Outside)?;
+                continue;
+            }
+            let here = entered.last().map_or(root_dir.as_fd(), |(dir, _)| dir.as_fd());
+            let last = pending.iter().all(|p| p == ".");
+            if last {
+                match rustix::fs::statat(here, &part, AtFlags::SYMLINK_NOFOLLOW) {
+                    Ok(st) => match FileType::from_raw_mode(st.st_mode) {
+                        FileType::Symlink => {
+                            follow(here, &part, &mut pending, &mut hops)?;
+                            through_final_link = true;
+                            continue;
+                        }
+                        FileType::Directory => return Err(Unresolved::Directory),
+                        FileType::RegularFile => break (Vec::new(), part),
+                        _ => return Err(Unresolved::NotRegular),
+                    },
+                    Err(Errno::NOENT) if through_final_link => return Err(Unresolved::NotRegular),
+                    Err(Errno::NOENT) => break (Vec::new(), part),
+                    Err(e) => return Err(other(e)),
+                }
+            }
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            match rustix::fs::openat(here, &part, flags, Mode::empty()) {
+                Ok(dir) => entered.push((dir, part)),
+                Err(Errno::NOENT) if !through_final_link => {
+                    // The rest is to be created: plain names only.
+                    let mut rest: Vec<OsString> = std::iter::once(part)
+                        .chain(pending.drain(..).rev())
+                        .filter(|p| p != ".")
+                        .collect();
+                    if rest.iter().any(|p| p == "..") {
+                        return Err(other(Errno::NOENT));
+                    }
+                    let name = rest.pop().expect("the missing part holds at least its first name");
+                    break (rest, name);
+                }
+                Err(Errno::NOENT) => return Err(Unresolved::NotRegular),
+                Err(Errno::LOOP | Errno::NOTDIR) => {
+                    let st = rustix::fs::statat(here, &part, AtFlags::SYMLINK_NOFOLLOW).map_err(other)?;
+                    if FileType::from_raw_mode(st.st_mode) != FileType::Symlink {
+                        return Err(Unresolved::NotRegular);
+                    }
+                    follow(here, &part, &mut pending, &mut hops)?;
+                }
+                Err(e) => return Err(other(e)),
+            }
+        };
+        let lands: PathBuf = entered
+            .iter()
+            .map(|(_, name)| name.as_os_str())
+            .chain(missing.iter().map(OsString::as_os_str))
+            .chain(std::iter::once(name.as_os_str()))
+            .collect();
+        if lands.as_os_str().len() > super::fs::MAX_PATH_BYTES {
+            return Err(other(Errno::NAMETOOLONG));
+        }
+        let components: Vec<&OsStr> = lands.iter().collect();
+        // A repository's own directory anywhere on the way (a bare one is
+        // known only by its contents), the root's included.
+        let in_repository = std::iter::once(root_dir.as_fd())
+            .chain(entered.iter().map(|(dir, _)| dir.as_fd()))
+            .any(crate::protected::is_repository_dir);
+        let protected = crate::protected::by_name(&components) || in_repository;
+        let dir = match entered.pop() {
+            Some((dir, _)) => dir,
+            None => root_dir,
+        };
+        Ok(HeldWrite {
+            dir,
+            missing,
+            name,
+            path: root.join(&lands),
+            lands,
+            protected,
+        })
+    }
+
+    /// Where the write lands, relative to the root.
+    pub fn lands(&self) -> &Path {
+        &self.lands
+    }
+
+    /// Whether a write there changes what runs outside the sandbox.
+    pub fn protected(&self) -> bool {
+        self.protected
+    }
+
+    /// What is at the file now, read through the held directory: at most
+    /// `max` bytes (`data` is `None` beyond), never through a symlink put at
+    /// its name since, never waiting on a FIFO.
+    pub fn read(&self, max: u64) -> Result<Option<Current>, Unresolved> {
+        if !self.missing.is_empty() {
+            return Ok(None);
+        }
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+        let file = match rustix::fs::openat(&self.dir, &self.name, flags, Mode::empty()) {
+            Ok(fd) => std::fs::File::from(fd),
+            Err(Errno::NOENT) => return Ok(None),
+            Err(Errno::LOOP) => return Err(Unresolved::NotRegular),
+            Err(e) => return Err(other(e)),
+        };
+        let meta = file
+            .metadata()
+            .map_err(|e| Unresolved::Other(iota_toolset::output::plain(&e)))?;
+        if meta.is_dir() {
+            return Err(Unresolved::Directory);
+        }
+        if !meta.is_file() {
+            return Err(Unresolved::NotRegular);
+        }
+        let version = version_of(&meta);
+        if meta.len() > max {
+            return Ok(Some(Current { data: None, version }));
+        }
+        let mut data = Vec::with_capacity(meta.len() as usize + 1);
+        file.take(max + 1)
+            .read_to_end(&mut data)
+            .map_err(|e| Unresolved::Other(iota_toolset::output::plain(&e)))?;
+        let data = (data.len() as u64 <= max).then_some(data);
+        Ok(Some(Current { data, version }))
+    }
+
+    /// Replaces the file with `content` when what is there is `expect`
+    /// (`None`: nothing): the missing directories created first, each
+    /// opened without following a link; the new file made unnamed in the
+    /// held directory (`O_TMPFILE`, so an interrupted write leaves nothing)
+    /// and linked in under the name — directly when nothing may be there
+    /// (a file that appeared meanwhile is never replaced), by a rename over
+    /// it otherwise (which replaces a link put there since, never follows
+    /// it). A new file gets 0644 less the umask, a replaced one its mode.
+    pub fn replace(&self, content: &[u8], expect: Option<Version>) -> Result<Version, WriteError> {
+        let mut created: Option<OwnedFd> = None;
+        for name in &self.missing {
+            let here = created.as_ref().map_or(self.dir.as_fd(), AsFd::as_fd);
+            match rustix::fs::mkdirat(here, name, Mode::from_raw_mode(0o777)) {
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(e) => return Err(e.into()),
+            }
+            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+            match rustix::fs::openat(here, name, flags, Mode::empty()) {
+                Ok(dir) => created = Some(dir),
+                // Something not a directory was put there since the decision.
+                Err(Errno::LOOP | Errno::NOTDIR) => return Err(WriteError::PathChanged),
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let dir = created.as_ref().map_or(self.dir.as_fd(), AsFd::as_fd);
+        let mode = match (rustix::fs::statat(dir, &self.name, AtFlags::SYMLINK_NOFOLLOW), expect) {
+            (Err(Errno::NOENT), None) => None,
+            (Ok(st), Some(expected))
+                if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+                    && same_version(&stat_version(&st), &expected) =>
+            {
+                Some(Mode::from_raw_mode(st.st_mode & 0o7777))
+            }
+            (Ok(_), _) | (Err(Errno::NOENT), Some(_)) => return Err(WriteError::Changed),
+            (Err(e), _) => return Err(e.into()),
+        };
+        let mut new = NewFile::create(dir, &self.name, mode)?;
+        new.file.write_all(content)?;
+        if let Some(mode) = mode {
+            // The umask narrowed the mode the file was made with.
+            rustix::fs::fchmod(&new.file, mode)?;
+        }
+        let meta = new.file.metadata()?;
+        new.link(dir, &self.name, mode.is_some())?;
+        Ok(version_of(&meta))
+    }
+}
+
+/// Why [`HeldWrite::replace`] wrote nothing.
+#[derive(Debug)]
+pub enum WriteError {
+    /// What is there is not what was expected.
+    Changed,
+    /// A directory the write was to create became something else.
+    PathChanged,
+    /// The system refused.
+    Io(std::io::Error),
+}
+
+impl From<std::io::Error> for WriteError {
+    fn from(e: std::io::Error) -> WriteError {
+        WriteError::Io(e)
+    }
+}
+
+impl From<Errno> for WriteError {
+    fn from(e: Errno) -> WriteError {
+        WriteError::Io(e.into())
+    }
+}
+
+impl From<WriteError> for Refusal {
+    fn from(e: WriteError) -> Refusal {
+        match e {
+            WriteError::Changed => Refusal::Changed,
+            WriteError::PathChanged => {
+                Refusal::Other("a directory on its path changed after the call was decided".to_string())
+            }
+            WriteError::Io(e) => Refusal::Other(iota_toolset::output::plain(&e)),
+        }
+    }
+}
+
+/// A file being written, not yet under its name.
+struct NewFile {
+    file: std::fs::File,
+    /// Its temporary name in the directory, when the filesystem has no
+    /// unnamed files (`O_TMPFILE`).
+    named: Option<OsString>,
+}
+
+impl NewFile {
+    /// An unnamed file in `dir`, or else one under an unpredictable
+    /// temporary name, created exclusively.
+    fn create(dir: BorrowedFd<'_>, name: &OsStr, mode: Option<Mode>) -> Result<NewFile, WriteError> {
+        let mode = mode.unwrap_or(Mode::from_raw_mode(0o644));
+        let unnamed = OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC;
+        // An unnamed file is linked in through /proc (`AT_EMPTY_PATH` needs
+        // a capability), so without /proc it could not be named.
+        let opened = if proc_fds() {
+            rustix::fs::openat(dir, ".", unnamed, mode)
+        } else {
+            Err(Errno::NOENT)
+        };
+        match opened {
+            Ok(fd) => {
+                return Ok(NewFile {
+                    file: fd.into(),
+                    named: None,
+                });
+            }
+            // Filesystems without O_TMPFILE answer one of these.
+            Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOENT) => {}
+            Err(e) => return Err(e.into()),
+        }
+        let named = temporary_name(name);
+        let flags = OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(dir, &named, flags, mode)?;
+        Ok(NewFile {
+            file: fd.into(),
+            named: Some(named),
+        })
+    }
+
+    /// Puts the file under `name` in `dir`: over what is there when
+    /// `replacing`, else only where nothing is.
+    fn link(self, dir: BorrowedFd<'_>, name: &OsStr, replacing: bool) -> Result<(), WriteError> {
+        let exists = |e: Errno| {
+            if e == Errno::EXIST {
+                WriteError::Changed
+            } else {
+                e.into()
+            }
+        };
+        match &self.named {
+            None => {
+                let proc_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&self.file));
+                if !replacing {
+                    return rustix::fs::linkat(CWD, proc_path.as_str(), dir, name, AtFlags::SYMLINK_FOLLOW)
+                        .map_err(exists);
+                }
+                let temporary = temporary_name(name);
+                rustix::fs::linkat(CWD, proc_path.as_str(), dir, &temporary, AtFlags::SYMLINK_FOLLOW)?;
+                rename_into_place(dir, &temporary, name)
+            }
+            Some(temporary) if replacing => rename_into_place(dir, temporary, name),
+            Some(temporary) => {
+                let placed = match rustix::fs::renameat_with(dir, temporary, dir, name, RenameFlags::NOREPLACE) {
+                    // No RENAME_NOREPLACE here: a hard link is as exclusive.
+                    Err(Errno::INVAL | Errno::NOSYS) => rustix::fs::linkat(dir, temporary, dir, name, AtFlags::empty())
+                        .and_then(|()| rustix::fs::unlinkat(dir, temporary, AtFlags::empty())),
+                    other => other,
+                };
+                placed.map_err(|e| {
+                    let _ = rustix::fs::unlinkat(dir, temporary, AtFlags::empty());
+                    exists(e)
+                })
+            }
+        }
+    }
+}
+
+/// Whether this process's descriptors are reachable as `/proc/self/fd/N`.
+fn proc_fds() -> bool {
+    static MOUNTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *MOUNTED.get_or_init(|| Path::new("/proc/self/fd").is_dir())
+}
+
+/// Renames `temporary` over `name` in `dir`, removing it if that fails.
+fn rename_into_place(dir: BorrowedFd<'_>, temporary: &OsStr, name: &OsStr) -> Result<(), WriteError> {
+    rustix::fs::renameat(dir, temporary, dir, name).map_err(|e| {
+        let _ = rustix::fs::unlinkat(dir, temporary, AtFlags::empty());
+        e.into()
+    })
+}
+
+/// `.NAME.iota-RANDOM.tmp`: beside the file, unguessable, and known as ours.
+fn temporary_name(name: &OsStr) -> OsString {
+    let mut temporary = OsString::from(".");
+    temporary.push(name);
+    temporary.push(format!(".iota-{}.tmp", crate::secret::token()));
+    temporary
+}
+
+/// Reads the link `name` in `dir` and queues its target's components to be
+/// walked from `dir`; an absolute target is outside (the preopen refuses
+/// those, even pointing back in).
+fn follow(dir: BorrowedFd<'_>, name: &OsStr, pending: &mut Vec<OsString>, hops: &mut usize) -> Result<(), Unresolved> {
+    *hops += 1;
+    if *hops > MAX_HOPS {
+        return Err(Unresolved::NotRegular);
+    }
+    let target = rustix::fs::readlinkat(dir, name, Vec::new()).map_err(other)?;
+    let target = Path::new(OsStr::from_bytes(target.as_bytes()));
+    if target.is_absolute() {
+        return Err(Unresolved::Outside);
+    }
+    pending.extend(target.iter().rev().map(OsStr::to_os_string));
+    Ok(())
+}
+
+/// `given` relative to `root`, `.` and `..` folded by the text: `None` when
+/// it climbs above the root or is absolute elsewhere.
+fn fold_beneath(root: &Path, given: &Path) -> Option<PathBuf> {
+    let relative = if given.is_absolute() {
+        given.strip_prefix(root).ok()?
+    } else {
+        given
+    };
+    let mut folded = PathBuf::new();
+    for part in relative.components() {
+        match part {
+            Component::Normal(name) => folded.push(name),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !folded.pop() {
+                    return None;
+                }
+            }
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(folded)
+}
+
+/// A file's version from its metadata.
+fn version_of(meta: &std::fs::Metadata) -> Version {
+    Version {
+        size: meta.len(),
+        modified_ns: iota_toolset::files::modified_ns(meta),
+    }
+}
+
+/// A file's version from a `stat`: the same clock as [`version_of`].
+fn stat_version(st: &rustix::fs::Stat) -> Version {
+    let ns = i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec);
+    Version {
+        size: st.st_size as u64,
+        modified_ns: u64::try_from(ns).unwrap_or(0),
+    }
+}
+
+/// Whether two versions are one (the generated type has no `PartialEq`).
+fn same_version(a: &Version, b: &Version) -> bool {
+    (a.size, a.modified_ns) == (b.size, b.modified_ns)
+}
+
+/// What one call may do through `writes`.
+#[derive(Debug, Clone, Default)]
+pub enum CallWrite {
+    /// Nothing: a read-only tool, a task, a description.
+    #[default]
+    Nothing,
+    /// The call's `path` leads nowhere a file could be written.
+    Unresolved(Unresolved),
+    /// The call's file, held; `decided` once the gate let the call run
+    /// (a preview only reads it).
+    Held {
+        /// The file.
+        file: Arc<HeldWrite>,
+        /// Whether `replace` may write it.
+        decided: bool,
+    },
+}
+
+impl CallWrite {
+    /// The file of a call of a writing tool whose arguments are `args`:
+    /// its `path`, resolved beneath `root`. A call with no `path` string
+    /// may write nothing.
+    pub fn resolve(root: &Path, args: &serde_json::Value) -> CallWrite {
+        match args.get("path").and_then(serde_json::Value::as_str) {
+            Some(path) => match HeldWrite::resolve(root, path) {
+                Ok(file) => CallWrite::Held {
+                    file: Arc::new(file),
+                    decided: false,
+                },
+                Err(why) => CallWrite::Unresolved(why),
+            },
+            None => CallWrite::Nothing,
+        }
+    }
+
+    /// The same file, now that the gate has let the call run.
+    pub fn decided(&self) -> CallWrite {
+        match self {
+            CallWrite::Held { file, .. } => CallWrite::Held {
+                file: file.clone(),
+                decided: true,
+            },
+            other => other.clone(),
+        }
+    }
+
+    /// The held file, if any.
+    pub fn held(&self) -> Option<&HeldWrite> {
+        match self {
+            CallWrite::Held { file, .. } => Some(file),
+            _ => None,
+        }
+    }
+
+    fn file(&self) -> Result<&HeldWrite, Refusal> {
+        match self {
+            CallWrite::Nothing => Err(Refusal::NotApproved),
+            CallWrite::Unresolved(why) => Err(why.clone().into()),
+            CallWrite::Held { file, .. } => Ok(file),
+        }
+    }
+}
+
+impl Host for CallState {
+    fn target(&mut self) -> Result<String, Refusal> {
+        let file = self.write.file()?;
+        Ok(file.path.to_string_lossy().into_owned())
+    }
+
+    fn read(&mut self, max_size: u64) -> Result<Option<Current>, Refusal> {
+        let cap = max_size
+            .min(super::fs::MAX_FILE_BYTES)
+            .min(u64::try_from(self.limiter.max).unwrap_or(u64::MAX));
+        self.write.file()?.read(cap).map_err(Refusal::from)
+    }
+
+    fn replace(&mut self, content: Vec<u8>, expect: Option<Version>) -> Result<Version, Refusal> {
+        let CallWrite::Held { file, decided: true } = &self.write else {
+            return Err(self.write.file().err().unwrap_or(Refusal::NotApproved));
+        };
+        file.replace(&content, expect).map_err(Refusal::from)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    fn project() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        (dir, root)
+    }
+
+    fn lands(root: &Path, path: &str) -> Result<(PathBuf, bool), Unresolved> {
+        HeldWrite::resolve(root, path).map(|held| (held.lands, held.protected))
+    }
+
+    #[test]
+    fn a_path_lands_where_the_kernel_would_put_it_and_protected_places_are_known() {
+        let (_dir, root) = project();
+        symlink(".git", root.join("g")).unwrap();
+        symlink("src", root.join("s")).unwrap();
+        symlink("../.git/config", root.join("src/c")).unwrap();
+        std::fs::write(root.join(".git/config"), "").unwrap();
+        std::fs::write(root.join("src/a.rs"), "").unwrap();
+        let cases: &[(&str, &str, bool)] = &[
+            ("src/a.rs", "src/a.rs", false),
+            ("./src/../src/a.rs", "src/a.rs", false),
+            ("s/a.rs", "src/a.rs", false),
+            ("new/dir/x", "new/dir/x", false),
+            (".git/config", ".git/config", true),
+            ("g/hooks/pre-commit", ".git/hooks/pre-commit", true),
+            ("s/c", ".git/config", true),
+            (".iota/config.yaml", ".iota/config.yaml", true),
+            ("HEAD", "HEAD", true),
+            ("sub/.git/config", "sub/.git/config", true),
+        ];
+        for (given, want, protected) in cases {
+            assert_eq!(lands(&root, given), Ok((PathBuf::from(want), *protected)), "{given}");
+        }
+        let absolute = root.join("src/a.rs");
+        assert_eq!(
+            lands(&root, absolute.to_str().unwrap()),
+            Ok((PathBuf::from("src/a.rs"), false))
+        );
+    }
+
+    #[test]
+    fn what_leads_out_or_is_no_file_is_refused() {
+        let (dir, root) = project();
+        let outside = dir.path().parent().unwrap().to_path_buf();
+        symlink(&outside, root.join("abs")).unwrap();
+        symlink("../..", root.join("src/up")).unwrap();
+        symlink(root.join("src"), root.join("abs-inside")).unwrap();
+        symlink("missing", root.join("dangling")).unwrap();
+        symlink("loop", root.join("loop")).unwrap();
+        std::fs::write(root.join("file"), "").unwrap();
+        assert_eq!(lands(&root, "../x"), Err(Unresolved::Outside));
+        assert_eq!(lands(&root, "/etc/passwd"), Err(Unresolved::Outside));
+        assert_eq!(lands(&root, "abs/x"), Err(Unresolved::Outside));
+        assert_eq!(
+            lands(&root, "abs-inside/x"),
+            Err(Unresolved::Outside),
+            "as the preopen does"
+        );
+        assert_eq!(lands(&root, "src/up/x"), Err(Unresolved::Outside));
+        assert_eq!(lands(&root, "src"), Err(Unresolved::Directory));
+        assert_eq!(lands(&root, "dangling"), Err(Unresolved::NotRegular));
+        assert_eq!(lands(&root, "loop"), Err(Unresolved::NotRegular));
+        assert_eq!(lands(&root, "file/x"), Err(Unresolved::NotRegular));
+    }
+
+    #[test]
+    fn a_bare_repository_anywhere_is_protected() {
+        let (_dir, root) = project();
+        for dir in ["vendor/bare.git/objects", "vendor/bare.git/refs"] {
+            std::fs::create_dir_all(root.join(dir)).unwrap();
+        }
+        std::fs::write(root.join("vendor/bare.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert_eq!(
+            lands(&root, "vendor/bare.git/config"),
+            Ok((PathBuf::from("vendor/bare.git/config"), true))
+        );
+        assert_eq!(lands(&root, "vendor/x"), Ok((PathBuf::from("vendor/x"), false)));
+    }
+
+    /// The decision holds the directory: a link flipped after it moves
+    /// nothing, and the write lands where the question said.
+    #[test]
+    fn a_link_flipped_after_the_decision_moves_no_byte() {
+        let (_dir, root) = project();
+        std::fs::create_dir(root.join("d")).unwrap();
+        let held = HeldWrite::resolve(&root, "d/config").unwrap();
+        assert!(!held.protected);
+        std::fs::rename(root.join("d"), root.join("d-real")).unwrap();
+        symlink(".git", root.join("d")).unwrap();
+        held.replace(b"planted?", None).unwrap();
+        assert!(!root.join(".git/config").exists());
+        assert_eq!(std::fs::read(root.join("d-real/config")).unwrap(), b"planted?");
+    }
+
+    #[test]
+    fn missing_directories_are_made_and_a_link_planted_among_them_is_refused() {
+        let (_dir, root) = project();
+        let held = HeldWrite::resolve(&root, "a/b/c.txt").unwrap();
+        held.replace(b"one", None).unwrap();
+        assert_eq!(std::fs::read(root.join("a/b/c.txt")).unwrap(), b"one");
+        let planted = HeldWrite::resolve(&root, "x/y/z.txt").unwrap();
+        symlink(".git", root.join("x")).unwrap();
+        assert!(matches!(planted.replace(b"two", None), Err(WriteError::PathChanged)));
+        assert!(!root.join(".git/y").exists());
+    }
+
+    #[test]
+    fn a_replace_keeps_to_what_it_expects_and_the_files_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let (_dir, root) = project();
+        let path = root.join("run.sh");
+        std::fs::write(&path, "old").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let held = HeldWrite::resolve(&root, "run.sh").unwrap();
+        let now = held.read(100).unwrap().unwrap();
+        assert_eq!(now.data.as_deref(), Some(&b"old"[..]));
+        assert!(
+            matches!(held.replace(b"new", None), Err(WriteError::Changed)),
+            "it exists"
+        );
+        let stale = Version {
+            size: 3,
+            modified_ns: now.version.modified_ns + 1,
+        };
+        assert!(matches!(held.replace(b"new", Some(stale)), Err(WriteError::Changed)));
+        let written = held.replace(b"newer", Some(now.version)).unwrap();
+        assert_eq!(written.size, 5);
+        assert_eq!(std::fs::read(&path).unwrap(), b"newer");
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o755);
+        // Nothing is left beside it.
+        let names: Vec<_> = std::fs::read_dir(&root)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert!(
+            names.iter().all(|n| !n.to_string_lossy().contains(".iota-")),
+            "{names:?}"
+        );
+    }
+
+    #[test]
+    fn a_link_put_at_the_name_is_replaced_not_followed() {
+        let (_dir, root) = project();
+        std::fs::write(root.join("a.txt"), "old").unwrap();
+        let held = HeldWrite::resolve(&root, "a.txt").unwrap();
+        let version = held.read(100).unwrap().unwrap().version;
+        std::fs::remove_file(root.join("a.txt")).unwrap();
+        symlink(".git/config", root.join("a.txt")).unwrap();
+        assert_eq!(held.read(100).unwrap_err(), Unresolved::NotRegular);
+        assert!(matches!(held.replace(b"x", Some(version)), Err(WriteError::Changed)));
+        assert!(!root.join(".git/config").exists());
+    }
+}

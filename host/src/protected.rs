@@ -35,15 +35,19 @@ pub fn by_name<S: AsRef<OsStr>>(components: &[S]) -> bool {
 
 /// Whether the open directory `dir` is a repository's own directory as git
 /// recognises one (its `is_git_directory`): a `HEAD`, and `objects/` and
-/// `refs/` directories. A bare repository looks like that wherever it is,
-/// and git finds it when run inside it.
+/// `refs/` directories, or a `commondir` file naming where those are (a
+/// linked worktree's). Links are followed, as git follows them. A bare
+/// repository looks like that wherever it is, and git finds it when run
+/// inside it.
 pub fn is_repository_dir(dir: impl AsFd) -> bool {
     let kind = |name: &str| {
-        statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        statat(&dir, name, AtFlags::empty())
             .ok()
             .map(|st| FileType::from_raw_mode(st.st_mode))
     };
-    kind("objects") == Some(FileType::Directory) && kind("refs") == Some(FileType::Directory) && kind("HEAD").is_some()
+    kind("HEAD").is_some()
+        && ((kind("objects") == Some(FileType::Directory) && kind("refs") == Some(FileType::Directory))
+            || kind("commondir") == Some(FileType::RegularFile))
 }
 
 #[cfg(test)]
@@ -86,5 +90,15 @@ mod tests {
         assert!(!is_repository_dir(open()), "no HEAD yet");
         std::fs::write(dir.path().join("HEAD"), "ref: refs/heads/main\n").unwrap();
         assert!(is_repository_dir(open()));
+        // Its objects elsewhere, through a link, as git allows.
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::fs::remove_dir(dir.path().join("objects")).unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), dir.path().join("objects")).unwrap();
+        assert!(is_repository_dir(open()));
+        // A linked worktree's: HEAD and where the rest is.
+        let worktree = tempfile::tempdir().unwrap();
+        std::fs::write(worktree.path().join("HEAD"), "ref: refs/heads/w\n").unwrap();
+        std::fs::write(worktree.path().join("commondir"), "../..\n").unwrap();
+        assert!(is_repository_dir(std::fs::File::open(worktree.path()).unwrap()));
     }
 }

@@ -20,6 +20,7 @@
 //! reply goes out through the same writer as rmcp's own messages, one whole
 //! line at a time.
 
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, ProtocolVersion};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
@@ -91,6 +92,8 @@ async fn read_messages(
     replies: tokio::sync::mpsc::UnboundedSender<String>,
 ) {
     let mut input = BufReader::with_capacity(64 << 10, input);
+    // Whether rmcp has chosen its lifecycle (`chooses_lifecycle`).
+    let mut lifecycle = false;
     loop {
         let (line, oversized) = match read_bounded_line(&mut input).await {
             Ok(Some(read)) => read,
@@ -109,11 +112,23 @@ async fn read_messages(
         if text.is_empty() {
             continue;
         }
-        if let Some(refusals) = refusals(text) {
-            for refusal in refusals {
-                let _ = replies.send(refusal);
+        let message = match parsed(text) {
+            Ok(message) => message,
+            Err(refusals) => {
+                for refusal in refusals {
+                    let _ = replies.send(refusal);
+                }
+                continue;
             }
-            continue;
+        };
+        // Before a lifecycle is chosen rmcp ends the connection at any
+        // message but a request: such a message belongs to nothing yet and
+        // is dropped here.
+        if !lifecycle {
+            match &message {
+                ClientJsonRpcMessage::Request(request) => lifecycle = chooses_lifecycle(&request.request),
+                _ => continue,
+            }
         }
         if to_sdk.write_all(text).await.is_err() || to_sdk.write_all(b"\n").await.is_err() {
             break;
@@ -123,14 +138,34 @@ async fn read_messages(
     let _ = to_sdk.shutdown().await;
 }
 
-/// The replies a line gets here instead of going to rmcp, or `None` when it
-/// is a message rmcp reads (or a notification rmcp is lenient about: it
-/// ignores unknown ones, and a notification is never answered).
-fn refusals(text: &[u8]) -> Option<Vec<String>> {
-    let error = match serde_json::from_slice::<rmcp::model::ClientJsonRpcMessage>(text) {
-        Ok(_) => return None,
-        Err(e) => e,
-    };
+/// Whether rmcp chooses its lifecycle at `request` (as its
+/// `serve_server` does): at `initialize`, or at the first request but a
+/// `ping` or `server/discover` that carries complete inline metadata of a
+/// version it supports. Until then it ends the connection at anything but a
+/// request.
+fn chooses_lifecycle(request: &ClientRequest) -> bool {
+    match request {
+        ClientRequest::InitializeRequest(_) => true,
+        ClientRequest::PingRequest(_) | ClientRequest::DiscoverRequest(_) => false,
+        other => {
+            let meta = other.get_meta();
+            meta.missing_required_keys(&ProtocolVersion::V_2026_07_28).is_empty()
+                && meta
+                    .protocol_version()
+                    .is_some_and(|v| ProtocolVersion::KNOWN_VERSIONS.contains(&v))
+        }
+    }
+}
+
+/// The line as rmcp reads it, or the replies it gets here instead (none for
+/// a notification or a client's response that rmcp would not read: a
+/// notification is never answered).
+fn parsed(text: &[u8]) -> Result<ClientJsonRpcMessage, Vec<String>> {
+    serde_json::from_slice::<ClientJsonRpcMessage>(text).map_err(|error| refusals(text, &error))
+}
+
+/// The replies a line that rmcp cannot read gets here.
+fn refusals(text: &[u8], error: &serde_json::Error) -> Vec<String> {
     let syntax = matches!(
         error.classify(),
         serde_json::error::Category::Syntax | serde_json::error::Category::Eof
@@ -154,22 +189,22 @@ fn refusals(text: &[u8]) -> Option<Vec<String>> {
                 )
             })
             .collect();
-        return Some(if answered.is_empty() {
+        return if answered.is_empty() {
             vec![error_line(serde_json::Value::Null, why.0, &why.1)]
         } else {
             answered
-        });
+        };
     }
     // A response of the client's (to a question of ours) is never answered:
     // that is how error storms start.
     let response = ["result", "error"].iter().any(|k| top_level_member(text, k).is_some())
         && top_level_member(text, "method").is_none();
     match top_level_id(text) {
-        _ if response => Some(Vec::new()),
-        Some(id) => Some(vec![error_line(id, why.0, &why.1)]),
+        _ if response => Vec::new(),
+        Some(id) => vec![error_line(id, why.0, &why.1)],
         // A notification (no id) that rmcp would not read: nothing to answer.
-        None if text.first() == Some(&b'{') && !syntax => Some(Vec::new()),
-        None => Some(vec![error_line(serde_json::Value::Null, why.0, &why.1)]),
+        None if text.first() == Some(&b'{') && !syntax => Vec::new(),
+        None => vec![error_line(serde_json::Value::Null, why.0, &why.1)],
     }
 }
 
@@ -301,25 +336,24 @@ mod tests {
         assert_eq!(top_level_id(br#"{"a":"\"id\":3","id":4}"#), Some(json!(4)));
         assert_eq!(top_level_id(br#"{"id":1e400}"#), None, "not an id a reply could carry");
         assert_eq!(top_level_id(br#"{"id":{"x":1}}"#), None);
-        let refused = refusals(deep.as_bytes()).unwrap();
+        let refused = parsed(deep.as_bytes()).unwrap_err();
         assert_eq!(refused.len(), 1);
         assert!(refused[0].contains(r#""id":"x\"y""#), "{}", refused[0]);
-        assert!(refusals(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).is_none());
-        let wrong = refusals(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":7}"#).unwrap();
+        assert!(parsed(br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#).is_ok());
+        let wrong = parsed(br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":7}"#).unwrap_err();
         assert!(
             wrong[0].contains(r#""id":2"#) && wrong[0].contains("-32600"),
             "{}",
             wrong[0]
         );
-        let batch =
-            refusals(br#"[{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","method":"x"},{"id":"b"}]"#)
-                .unwrap();
+        let batch = parsed(br#"[{"jsonrpc":"2.0","id":3,"method":"ping"},{"jsonrpc":"2.0","method":"x"},{"id":"b"}]"#)
+            .unwrap_err();
         assert_eq!(batch.len(), 2);
         for response in [
             &br#"{"jsonrpc":"2.0","id":4,"result":7}"#[..],
             br#"{"jsonrpc":"2.0","id":5,"error":"not an error object"}"#,
         ] {
-            let answered = refusals(response).unwrap_or_default();
+            let answered = parsed(response).err().unwrap_or_default();
             assert!(answered.is_empty(), "a response is never answered: {answered:?}");
         }
     }

@@ -274,6 +274,7 @@ pub fn imports(engine: &wasmtime::Engine, component: &Component) -> Vec<Import> 
 /// instance made (what `pull` reports of a component before, or without,
 /// trusting it). Only the outer component's imports, not those of the
 /// modules and components nested in it.
+#[cfg(feature = "cli")]
 pub fn parsed_imports(wasm: &[u8]) -> Result<Vec<Import>, String> {
     use wasmparser::{Encoding, Parser, Payload};
     let mut depth = 0usize;

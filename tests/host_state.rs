@@ -8,16 +8,20 @@ use crate::support;
 use serde_json::json;
 use support::Project;
 
-/// The files of a state directory and their bytes.
+/// The files of a state directory and their bytes (a directory in it by its
+/// name alone: `sandbox-cache` holds what sandboxed commands wrote to their
+/// project's cache, theirs to change, and nothing the host trusts).
 fn snapshot(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     std::fs::read_dir(dir)
         .unwrap()
         .flatten()
         .map(|e| {
-            (
-                e.file_name().to_string_lossy().into_owned(),
-                std::fs::read(e.path()).unwrap(),
-            )
+            let bytes = if e.path().is_dir() {
+                Vec::new()
+            } else {
+                std::fs::read(e.path()).unwrap()
+            };
+            (e.file_name().to_string_lossy().into_owned(), bytes)
         })
         .collect()
 }
@@ -57,6 +61,12 @@ fn sandboxed_commands_cannot_see_or_change_the_host_state() {
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
     assert_eq!(run("read_file", json!({"path": "a.txt"})), "     1\thello\n");
+    // The host's own writes for the shell (its probes' memos, the project's
+    // cache, a notice said once) are made by a first command.
+    assert_eq!(
+        run("shell", json!({"command": "true"})),
+        "[command produced no output]\n"
+    );
     // Wherever the host keeps its state (the key that seals it, the
     // remembered descriptions) under this home.
     let state = walk(home.path())

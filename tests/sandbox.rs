@@ -6,6 +6,7 @@ use crate::support;
 
 use serde_json::json;
 use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 use support::{Project, assert_err};
 
 /// The default shell set: sandboxed, network blocked.
@@ -967,4 +968,259 @@ fn a_command_inherits_nothing_but_its_stdio() {
         let listed: Vec<&str> = text.split(['[', '\n']).next().unwrap().split_whitespace().collect();
         assert_eq!(listed, ["0", "1", "2"], "{config}: {text}");
     }
+}
+
+/// A project whose home directory is visible inside the sandbox (outside
+/// /tmp, which the sandbox replaces), with `shell` configured as `shell`.
+fn visible_home_project(base: &Path, shell: &str) -> Project {
+    Project::new_in(base).config(&format!("agents:\n  a:\n    tools:\n      shell: {shell}\n"))
+}
+
+/// What a sandboxed `cat` of every file under `paths` prints: the secrets
+/// it could read.
+fn readable(p: &Project, paths: &[std::path::PathBuf]) -> String {
+    let quoted: Vec<String> = paths.iter().map(|p| format!("'{}'", p.display())).collect();
+    let command = format!(
+        "for p in {}; do if [ -d \"$p\" ]; then find \"$p\" -type f -exec cat {{}} + 2>/dev/null; else cat \"$p\" 2>/dev/null; fi; done; echo END",
+        quoted.join(" ")
+    );
+    sh(p, &command).text
+}
+
+/// Every well-known credential store (by the list) and every file whose
+/// name looks secret (by the search), planted in a home directory the
+/// sandbox can see, is unreadable inside; an ordinary dotfile beside them
+/// is readable, so the test is not passing for a home it cannot see.
+#[test]
+fn credentials_are_hidden_by_list_and_by_name() {
+    if !support::sandbox_works() {
+        return;
+    }
+    let base = support::visible_outside_dir();
+    let p = visible_home_project(base.path(), "{}");
+    let home = p.home().unwrap().to_path_buf();
+    let plant = |path: &std::path::Path, as_dir: bool| {
+        let file = if as_dir {
+            path.join("stored")
+        } else {
+            path.to_path_buf()
+        };
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, "SECRET-VALUE").unwrap();
+    };
+    let mut planted = Vec::new();
+    for store in iota_host::internals::KNOWN_CREDENTIALS {
+        use iota_host::internals::CredentialBase;
+        let base = match store.base {
+            CredentialBase::Home => home.clone(),
+            CredentialBase::Config => home.join(".config"),
+            CredentialBase::Data => home.join(".local/share"),
+            CredentialBase::Cache => home.join(".cache"),
+        };
+        let path = base.join(store.path);
+        // A store named like a file is planted as one; the rest as directories.
+        let as_dir = !store.path.rsplit('/').next().unwrap().contains('.') || store.path.ends_with(".d");
+        plant(&path, as_dir && !path.exists());
+        planted.push(path);
+    }
+    for by_name in [
+        ".newtool/session/oauth_token",
+        ".config/newcloud/credentials.json",
+        ".local/share/app/private.pem",
+        ".tooly/api_key",
+        ".config/x/client_secret.json",
+        ".config/vpn/work.ovpn",
+    ] {
+        plant(&home.join(by_name), false);
+        planted.push(home.join(by_name));
+    }
+    std::fs::write(home.join(".config/ordinary.conf"), "ORDINARY-VALUE").unwrap();
+    let mut all = planted.clone();
+    all.push(home.join(".config/ordinary.conf"));
+    let text = readable(&p, &all);
+    assert!(text.contains("ORDINARY-VALUE"), "the home directory is visible: {text}");
+    assert!(
+        !text.contains("SECRET-VALUE"),
+        "a credential was readable inside the sandbox: {}",
+        text.lines().take(20).collect::<Vec<_>>().join("\n")
+    );
+    assert!(planted.len() >= 66);
+}
+
+/// `home: hidden` shows a sandboxed command nothing of the home directory
+/// but what `read:` names (and the cache, the project, `write:` paths).
+#[test]
+fn a_hidden_home_shows_only_what_read_names() {
+    if !support::sandbox_works() {
+        return;
+    }
+    let base = support::visible_outside_dir();
+    let p = visible_home_project(base.path(), "{home: hidden, read: [~/.gitconfig, ~/tools]}");
+    let home = p.home().unwrap().to_path_buf();
+    for (rel, text) in [
+        (".gitconfig", "SHOWN-1"),
+        ("tools/bin/x", "SHOWN-2"),
+        (".bashrc", "HIDDEN-1"),
+        (".config/app/settings.json", "HIDDEN-2"),
+        ("tools/.env.token", "HIDDEN-3"),
+    ] {
+        std::fs::create_dir_all(home.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(home.join(rel), text).unwrap();
+    }
+    let text = readable(&p, std::slice::from_ref(&home));
+    let text = text + &readable(&p, &[home.join(".gitconfig"), home.join("tools")]);
+    assert!(text.contains("SHOWN-1") && text.contains("SHOWN-2"), "{text}");
+    assert!(!text.contains("HIDDEN"), "{text}");
+    let r = sh(&p, "touch ~/.gitconfig ~/new 2>&1; echo done");
+    assert!(r.text.contains("done"));
+    assert!(!home.join("new").exists());
+    assert_eq!(std::fs::read(home.join(".gitconfig")).unwrap(), b"SHOWN-1");
+}
+
+/// What a sandboxed command writes to the cache directory stays with the
+/// project: the next sandboxed command of the same project sees it, the
+/// real cache (which tools outside the sandbox run from) never does, and
+/// another project starts without it. With this machine's bubblewrap the
+/// project has a cache of its own, and the host says so at start; where
+/// bubblewrap mounts overlays (0.9 and later, `IOTA_TEST_OVERLAY_BWRAP`)
+/// the real cache is read through the overlay too.
+#[test]
+fn a_cache_write_stays_with_the_project_and_never_reaches_the_real_cache() {
+    if !support::sandbox_works() {
+        return;
+    }
+    let overlay_bwrap = std::env::var_os("IOTA_TEST_OVERLAY_BWRAP").map(std::path::PathBuf::from);
+    let with_overlay = support::require(
+        "a bubblewrap that mounts overlays (0.9 or later; IOTA_TEST_OVERLAY_BWRAP, which .ci/run sets)",
+        overlay_bwrap.is_some(),
+    );
+    let overlay_dir = overlay_bwrap
+        .filter(|_| with_overlay)
+        .and_then(|b| b.parent().map(Path::to_path_buf));
+    for bwrap_dir in [None].into_iter().chain(overlay_dir.map(Some)) {
+        let base = support::visible_outside_dir();
+        let p = visible_home_project(base.path(), "{}").with_private_cache();
+        let q = visible_home_project(base.path(), "{}").with_private_cache();
+        let cache = p.home().unwrap().join(".cache");
+        std::fs::create_dir_all(cache.join("corepack")).unwrap();
+        std::fs::write(cache.join("corepack/real.txt"), "REAL").unwrap();
+        let with_path = |project: &Project, command: &str| {
+            let mut cmd = project.command();
+            if let Some(dir) = &bwrap_dir {
+                let path = std::env::var("PATH").unwrap_or_default();
+                cmd.env("PATH", format!("{}:{path}", dir.display()));
+            }
+            cmd.args(["call", "--json", "shell", &json!({"command": command}).to_string()]);
+            let out = cmd.output().unwrap();
+            (
+                String::from_utf8_lossy(&out.stdout).into_owned(),
+                String::from_utf8_lossy(&out.stderr).into_owned(),
+            )
+        };
+        let planted = "mkdir -p ~/.cache/corepack/pnpm && echo 'echo PWNED' > ~/.cache/corepack/pnpm/pnpm.sh && cat ~/.cache/corepack/real.txt; echo planted";
+        let (first, said) = with_path(&p, planted);
+        assert!(first.contains("planted"), "{first}{said}");
+        let overlay = bwrap_dir.is_some();
+        assert_eq!(
+            first.contains("REAL"),
+            overlay,
+            "the real cache is read through an overlay only: {first}"
+        );
+        if !overlay {
+            assert!(
+                said.contains("instead of"),
+                "the host says the cache is the project's own: {said}"
+            );
+        }
+        let (again, _) = with_path(&p, "cat ~/.cache/corepack/pnpm/pnpm.sh");
+        assert!(
+            again.contains("echo PWNED"),
+            "the project's next command sees it: {again}"
+        );
+        assert!(!cache.join("corepack/pnpm").exists(), "the real cache never has it");
+        assert_eq!(std::fs::read(cache.join("corepack/real.txt")).unwrap(), b"REAL");
+        let (other, _) = with_path(&q, "cat ~/.cache/corepack/pnpm/pnpm.sh 2>&1; echo end");
+        assert!(
+            !other.contains("echo PWNED"),
+            "another project starts without it: {other}"
+        );
+    }
+}
+
+/// Background jobs that flood their output stop filling their logs on the
+/// host at the cap (`max_log`, MiB), say so at the end of the log, and go on
+/// running; the session's logs together stop at four times the cap.
+#[test]
+fn jobs_flooding_their_logs_stop_at_the_cap() {
+    let Some(p) = sandboxed() else { return };
+    let p = p.config("agents:\n  a:\n    tools:\n      shell: {max_log: 1}\n");
+    let host = support::LibraryHost::new(&p);
+    let logs: Vec<std::path::PathBuf> = (0..6)
+        .map(|i| {
+            let r = host.call("shell", json!({"command": format!("yes flood{i}"), "background": true}));
+            let log = r
+                .text
+                .split_whitespace()
+                .find(|w| w.ends_with(".log"))
+                .expect("the receipt names the log");
+            std::path::PathBuf::from(log)
+        })
+        .collect();
+    let sizes = || -> Vec<u64> {
+        logs.iter()
+            .map(|l| std::fs::metadata(l).map_or(0, |m| m.len()))
+            .collect()
+    };
+    // Flooding, the logs fill up to the caps within moments, then stay.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let settled = sizes();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    assert_eq!(sizes(), settled, "the logs grow no more");
+    let marker = 400;
+    assert!(settled.iter().all(|&s| s <= (1 << 20) + marker), "{settled:?}");
+    assert!(settled.iter().sum::<u64>() <= (4 << 20) + 6 * marker, "{settled:?}");
+    let capped = logs
+        .iter()
+        .filter(|l| String::from_utf8_lossy(&std::fs::read(l).unwrap()).contains("not kept in this log"))
+        .count();
+    assert_eq!(capped, 6, "every log says where it stopped");
+    let running = support::processes_matching("yes flood");
+    assert!(running.len() >= 6, "the jobs go on: {running:?}");
+}
+
+/// Every repository below the root is read-only inside the sandbox like the
+/// root's: a nested one, a bare one, one whose `.git` is a file, and one the
+/// user makes while the session runs (found by the next command).
+#[test]
+fn every_repository_below_the_root_is_read_only_inside() {
+    let Some(p) = sandboxed() else { return };
+    let host = support::LibraryHost::new(&p);
+    let git = |args: &[&str], dir: &Path| {
+        let ok = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
+    };
+    std::fs::create_dir_all(p.path("sub")).unwrap();
+    git(&["init", "-q"], &p.path("sub"));
+    git(&["init", "-q", "--bare", "vendor/lib.git"], p.root());
+    p.write("wt/.git", "gitdir: ../sub/.git\n");
+    let before = |p: &Project| {
+        ["sub/.git/config", "vendor/lib.git/config", "wt/.git"].map(|f| std::fs::read(p.path(f)).unwrap())
+    };
+    let was = before(&p);
+    let plant = "echo '[core] fsmonitor = touch PWNED' >> sub/.git/config; mkdir -p sub/.git/hooks; echo x > sub/.git/hooks/pre-commit; echo x >> vendor/lib.git/config; echo 'gitdir: /tmp/x' > wt/.git; mv sub/.git sub/.git-old; echo done";
+    let r = host.call("shell", json!({"command": plant}));
+    assert!(r.text.contains("done"), "{}", r.text);
+    assert_eq!(before(&p), was, "nothing of the repositories changed");
+    assert!(!p.path("sub/.git/hooks/pre-commit").exists() && !p.path("sub/.git-old").exists());
+    // Made by the user while the session runs: found by the next command.
+    std::fs::create_dir_all(p.path("later")).unwrap();
+    git(&["init", "-q"], &p.path("later"));
+    let config = std::fs::read(p.path("later/.git/config")).unwrap();
+    let r = host.call("shell", json!({"command": "echo x >> later/.git/config; echo done"}));
+    assert!(r.text.contains("done"), "{}", r.text);
+    assert_eq!(std::fs::read(p.path("later/.git/config")).unwrap(), config);
 }

@@ -69,10 +69,12 @@ pub fn run(report: &mut Report) {
         root: root.clone(),
         private_tmp: private_tmp.path().to_path_buf(),
         cache: None,
+        home_only: None,
         extra_writable: Vec::new(),
         visible: Vec::new(),
         network: false,
         protected,
+        repositories: Vec::new(),
         hidden: vec![state.path().to_path_buf()],
     };
     let argv: Vec<OsString> = ["bash", "-c", "true"].map(OsString::from).to_vec();

@@ -52,7 +52,10 @@ impl AgentTools {
         let mut sets: Vec<Arc<dyn Toolset>> = Vec::new();
         for (name, value) in enabled_sets(agent, ui.interactive()) {
             match load_set(engine, config, agent, &name, &value, root, ui)? {
-                Ok(set) => sets.push(set),
+                Ok(set) => {
+                    warnings.extend(set.notices());
+                    sets.push(set);
+                }
                 Err(why) => warnings.push(ignored(&name, &why)),
             }
         }

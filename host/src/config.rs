@@ -836,6 +836,15 @@ pub fn restrict(doc: &mut Value) -> Vec<String> {
             !matches!(v, Value::Null) && v.as_sequence().is_none_or(|s| !s.is_empty())
         });
         drop("shell", "env", &|_| true);
+        // A project may hide the home directory, never show more of it.
+        drop("shell", "home", &|v| v.as_str() != Some("hidden"));
+        drop("shell", "read", &|v| {
+            !matches!(v, Value::Null) && v.as_sequence().is_none_or(|s| !s.is_empty())
+        });
+        drop("shell", "max_log", &|v| {
+            v.as_u64()
+                .is_none_or(|mib| mib > crate::shell::config::DEFAULT_MAX_LOG >> 20)
+        });
         drop("shell", "max_processes", &|v| {
             v.as_u64().is_none_or(|n| n > crate::shell::processes::DEFAULT_MAX)
         });

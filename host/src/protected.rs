@@ -6,9 +6,13 @@
 //! there every time (`caps/writes.rs` resolves where it lands), and the
 //! sandbox keeps the same places read-only (`shell/sandbox.rs`).
 
-use rustix::fs::{AtFlags, FileType, statat};
-use std::ffi::OsStr;
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, statat};
+use std::collections::{BTreeSet, HashMap};
+use std::ffi::{OsStr, OsString};
 use std::os::fd::AsFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
 
 /// Paths at the root that stay read-only in the sandbox, with a placeholder
 /// where missing, and that a tool's write asks about every time: `.git`
@@ -50,6 +54,173 @@ pub fn is_repository_dir(dir: impl AsFd) -> bool {
             || kind("commondir") == Some(FileType::RegularFile))
 }
 
+/// Directories one walk of a project for repositories looks at, at most; a
+/// tree larger than this is walked as far as this (the rest is not looked
+/// at until a later walk's turn: the walk takes up where it was cut).
+pub const MAX_WALKED_DIRS: usize = 500_000;
+
+/// How recent a directory's modification may be, against the moment it was
+/// listed, for its listing to be trusted next time: the kernel's file clock
+/// is coarse, and an entry added in the same tick as the listing leaves the
+/// time unmoved.
+const RACY: Duration = Duration::from_secs(2);
+
+/// Every repository below a project root, kept up to date from one walk to
+/// the next: what the sandbox binds read-only at each start (a `.git`
+/// directory or file anywhere below the root, a directory laid out as a
+/// repository's own). The root's own `.git`, `.iota` and `HEAD` are not in
+/// it: they are [`PROTECTED_AT_ROOT`], bound with placeholders.
+///
+/// A directory's entries change only when its modification time moves, so a
+/// later walk `stat`s each directory it knows and lists again only those
+/// that moved (or were listed too close to a change to tell): a project of
+/// 10,000 directories costs 10,000 `statx` per sandbox start, not a walk.
+#[derive(Debug, Default)]
+pub struct RepositoryIndex {
+    root: PathBuf,
+    dirs: HashMap<PathBuf, Listed>,
+    /// Directories found below the ones listed, not listed yet.
+    pending: Vec<PathBuf>,
+}
+
+/// What the index knows of one directory.
+#[derive(Debug)]
+struct Listed {
+    /// Device, inode and modification time (ns) when it was listed.
+    stamp: (u64, u64, i128),
+    /// Whether that listing cannot be trusted (see [`RACY`]).
+    racy: bool,
+    /// Its subdirectories (to walk), and what in it is a repository's.
+    subdirs: Vec<PathBuf>,
+    found: Vec<PathBuf>,
+}
+
+impl RepositoryIndex {
+    /// The repositories below `root` now (sorted), walking what changed
+    /// since the last call (everything, the first time or for another root).
+    pub fn refresh(&mut self, root: &Path) -> Vec<PathBuf> {
+        if self.root != root {
+            *self = RepositoryIndex {
+                root: root.to_path_buf(),
+                pending: vec![root.to_path_buf()],
+                ..Default::default()
+            };
+        }
+        // What moved since it was listed is listed again: its new
+        // subdirectories are walked, the ones gone dropped with all below.
+        let changed: Vec<PathBuf> = self
+            .dirs
+            .iter()
+            .filter(|(dir, listed)| listed.racy || stamp_of(dir).is_none_or(|now| now != listed.stamp))
+            .map(|(dir, _)| dir.clone())
+            .collect();
+        for dir in changed {
+            let Some(old) = self.dirs.remove(&dir) else {
+                continue;
+            };
+            match list(&dir, &self.root) {
+                Some(listed) => {
+                    for gone in old.subdirs.iter().filter(|d| !listed.subdirs.contains(d)) {
+                        self.forget(gone);
+                    }
+                    self.pending
+                        .extend(listed.subdirs.iter().filter(|d| !self.dirs.contains_key(*d)).cloned());
+                    self.dirs.insert(dir, listed);
+                }
+                None => old.subdirs.iter().for_each(|d| self.forget(d)),
+            }
+        }
+        while let Some(dir) = self.pending.pop() {
+            if self.dirs.len() >= MAX_WALKED_DIRS {
+                self.pending.push(dir);
+                break;
+            }
+            if self.dirs.contains_key(&dir) {
+                continue;
+            }
+            if let Some(listed) = list(&dir, &self.root) {
+                self.pending
+                    .extend(listed.subdirs.iter().filter(|d| !self.dirs.contains_key(*d)).cloned());
+                self.dirs.insert(dir, listed);
+            }
+        }
+        let found: BTreeSet<&PathBuf> = self.dirs.values().flat_map(|l| &l.found).collect();
+        found.into_iter().cloned().collect()
+    }
+
+    /// Drops `dir` and what was found below it.
+    fn forget(&mut self, dir: &Path) {
+        if let Some(listed) = self.dirs.remove(dir) {
+            for sub in listed.subdirs {
+                self.forget(&sub);
+            }
+        }
+    }
+}
+
+/// A directory's device, inode and modification time, not followed.
+fn stamp_of(dir: &Path) -> Option<(u64, u64, i128)> {
+    let st = statat(rustix::fs::CWD, dir, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+    (FileType::from_raw_mode(st.st_mode) == FileType::Directory).then(|| {
+        let mtime = i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec);
+        (st.st_dev, st.st_ino, mtime)
+    })
+}
+
+/// Lists `dir` (opened without following a link): its subdirectories to
+/// walk, and the repositories' own directories and `.git` files in it.
+fn list(dir: &Path, root: &Path) -> Option<Listed> {
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let fd = rustix::fs::open(dir, flags, Mode::empty()).ok()?;
+    let st = rustix::fs::fstat(&fd).ok()?;
+    let mtime = i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec);
+    let listed_at = SystemTime::now();
+    let racy = SystemTime::UNIX_EPOCH
+        .checked_add(Duration::from_nanos(u64::try_from(mtime).unwrap_or(0)))
+        .is_none_or(|modified| listed_at.duration_since(modified).is_ok_and(|age| age < RACY) || modified > listed_at);
+    let (mut subdirs, mut found) = (Vec::new(), Vec::new());
+    let mut buffer = Vec::with_capacity(32 << 10);
+    let mut entries = rustix::fs::RawDir::new(&fd, buffer.spare_capacity_mut());
+    while let Some(entry) = entries.next() {
+        let entry = entry.ok()?;
+        let name = entry.file_name().to_bytes();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        let name = OsString::from(OsStr::from_bytes(name));
+        let path = dir.join(&name);
+        let kind = match entry.file_type() {
+            FileType::Unknown => statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+                .map(|st| FileType::from_raw_mode(st.st_mode))
+                .unwrap_or(FileType::Unknown),
+            known => known,
+        };
+        let at_root = dir == root;
+        if name == GIT_DIR {
+            // The root's is bound with the root's placeholders.
+            if !at_root && matches!(kind, FileType::Directory | FileType::RegularFile) {
+                found.push(path);
+            }
+            continue;
+        }
+        if kind != FileType::Directory || (at_root && PROTECTED_AT_ROOT.iter().any(|p| name == *p)) {
+            continue;
+        }
+        let opened = rustix::fs::openat(&fd, entry.file_name(), flags, Mode::empty());
+        if opened.as_ref().is_ok_and(is_repository_dir) {
+            found.push(path);
+        } else {
+            subdirs.push(path);
+        }
+    }
+    Some(Listed {
+        stamp: (st.st_dev, st.st_ino, mtime),
+        racy,
+        subdirs,
+        found,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -78,6 +249,44 @@ mod tests {
             let parts: Vec<&str> = path.split('/').collect();
             assert!(!by_name(&parts), "{path}");
         }
+    }
+
+    #[test]
+    fn every_repository_below_the_root_is_found_and_kept_up_to_date() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let mkdirs = |rel: &str| std::fs::create_dir_all(root.join(rel)).unwrap();
+        mkdirs(".git/modules/x/objects");
+        mkdirs("src/sub/.git");
+        mkdirs("vendor/lib.git/objects");
+        mkdirs("vendor/lib.git/refs");
+        std::fs::write(root.join("vendor/lib.git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        mkdirs("wt");
+        std::fs::write(root.join("wt/.git"), "gitdir: ../.git/worktrees/wt\n").unwrap();
+        std::os::unix::fs::symlink(root.join("src"), root.join("linked")).unwrap();
+        let mut index = RepositoryIndex::default();
+        let rel = |found: Vec<PathBuf>| -> Vec<String> {
+            found
+                .iter()
+                .map(|p| p.strip_prefix(&root).unwrap().display().to_string())
+                .collect()
+        };
+        assert_eq!(rel(index.refresh(&root)), ["src/sub/.git", "vendor/lib.git", "wt/.git"]);
+        // A repository made later, deep down, is found by the next refresh.
+        mkdirs("a/b/c/.git");
+        assert_eq!(
+            rel(index.refresh(&root)),
+            ["a/b/c/.git", "src/sub/.git", "vendor/lib.git", "wt/.git"]
+        );
+        std::fs::remove_dir_all(root.join("src/sub")).unwrap();
+        assert_eq!(rel(index.refresh(&root)), ["a/b/c/.git", "vendor/lib.git", "wt/.git"]);
+        // A directory swapped for a link is no longer walked.
+        std::fs::rename(root.join("a"), root.join("a-moved")).unwrap();
+        std::os::unix::fs::symlink(root.join("a-moved"), root.join("a")).unwrap();
+        assert_eq!(
+            rel(index.refresh(&root)),
+            ["a-moved/b/c/.git", "vendor/lib.git", "wt/.git"]
+        );
     }
 
     #[test]

@@ -18,6 +18,10 @@ pub struct Session {
     jobs: Arc<Jobs>,
     private_tmp: OnceLock<PathBuf>,
     placeholders: Mutex<Vec<PathBuf>>,
+    /// Bytes the session's command logs may still take on the host.
+    log_budget: OnceLock<Arc<AtomicU64>>,
+    /// The repositories below the root, kept up to date between sandbox starts.
+    repositories: Mutex<crate::protected::RepositoryIndex>,
     foreground: Mutex<Vec<std::sync::Weak<Running>>>,
     cancellations: AtomicU64,
     /// Worker tasks the session's calls have submitted (`caps/workers.rs`).
@@ -64,6 +68,8 @@ impl Default for Session {
             jobs: Jobs::new(),
             private_tmp: OnceLock::new(),
             placeholders: Mutex::default(),
+            repositories: Mutex::default(),
+            log_budget: OnceLock::new(),
             foreground: Mutex::default(),
             cancellations: AtomicU64::new(0),
             tasks: AtomicU64::new(0),
@@ -172,6 +178,22 @@ impl Session {
             })
             .cloned()
             .collect()
+    }
+
+    /// What the session's command logs may still take on the host,
+    /// together: [`crate::shell::run::SESSION_LOGS`] times `own`, one
+    /// command's cap, from the first command on.
+    pub fn log_budget(&self, own: u64) -> Arc<AtomicU64> {
+        self.log_budget
+            .get_or_init(|| Arc::new(AtomicU64::new(own.saturating_mul(crate::shell::run::SESSION_LOGS))))
+            .clone()
+    }
+
+    /// Every repository's own directory below `root` now (a `.git` anywhere,
+    /// a bare layout), for the sandbox to keep read-only: walked once in the
+    /// session, then only what changed (`protected::RepositoryIndex`).
+    pub fn repositories(&self, root: &std::path::Path) -> Vec<PathBuf> {
+        self.repositories.lock().unwrap().refresh(root)
     }
 
     /// The value `set` stored under `key`. Each toolset sees only its own keys.

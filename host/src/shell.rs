@@ -8,6 +8,7 @@
 //! command line that may leave the sandbox.
 
 pub mod config;
+pub mod credentials;
 pub mod environment;
 pub mod iota;
 pub mod jobs;
@@ -23,7 +24,7 @@ use crate::toolset::{ApprovalRule, Presentation, ToolResult, ToolSpec, Toolset};
 use config::{SandboxMode, ShellConfig};
 use iota_toolset::args::decode;
 use run::{Ending, Launch, Running};
-use sandbox::{Policy, Sandbox};
+use sandbox::{CacheMount, Policy, Sandbox};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use std::ffi::OsString;
@@ -125,6 +126,12 @@ pub struct ShellToolset {
     /// obeys it too.
     refused: Option<String>,
     spec: Vec<crate::description::Tool>,
+    /// Whether sandboxed commands get the cache as an overlay (decided
+    /// once, with the sandbox).
+    cache_overlay: bool,
+    /// The credentials found under the home directory, kept until a
+    /// directory the search read moves (`credentials.rs`).
+    credentials: std::sync::Mutex<credentials::Discovered>,
 }
 
 impl ShellToolset {
@@ -159,8 +166,11 @@ impl ShellToolset {
         let running_binary = std::env::current_exe().ok().and_then(|p| std::fs::canonicalize(p).ok());
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let refused = sandbox::refusal(&config, root, home.as_deref());
+        let cache_overlay = sandboxed && sandbox::overlay_available(&sandbox);
         ShellToolset {
             refused,
+            cache_overlay,
+            credentials: Default::default(),
             config,
             sandbox,
             root: root.to_path_buf(),
@@ -263,8 +273,12 @@ impl ShellToolset {
         let (launch, contained) = self
             .launch(line, cwd, session, regime)
             .map_err(|e| format!("failed to run: {e}"))?;
-        let running =
-            Running::start(launch, cwd, log.clone(), timeout, contained).map_err(|e| format!("failed to run: {e}"))?;
+        let log_cap = run::LogCap {
+            own: self.config.max_log,
+            session: session.log_budget(self.config.max_log),
+        };
+        let running = Running::start(launch, cwd, log.clone(), log_cap, timeout, contained)
+            .map_err(|e| format!("failed to run: {e}"))?;
         Ok(Started { running, log, id })
     }
 
@@ -331,10 +345,15 @@ impl ShellToolset {
         if let Some(why) = &self.refused {
             return Err(std::io::Error::other(why.clone()));
         }
+        let home = home_dir();
         let policy = Policy {
             root: self.root.clone(),
             private_tmp: session.private_tmp()?,
-            cache: cache_dir(),
+            cache: self.cache_mount(),
+            home_only: match (&self.config.home, &home) {
+                (config::HomeView::Only(shown), Some(home)) => Some((home.clone(), shown.clone())),
+                _ => None,
+            },
             extra_writable: self.config.write.clone(),
             visible: vec![jobs_dir()],
             network: self.config.network,
@@ -344,7 +363,8 @@ impl ShellToolset {
                     .map(|name| self.root.join(name))
                     .collect::<Vec<_>>(),
             ),
-            hidden: hidden_paths(),
+            repositories: session.repositories(&self.canonical_root),
+            hidden: self.hidden_paths(home.as_deref()),
         };
         let env = Some(self.config.env.sandboxed(std::env::vars_os()));
         Ok(match &self.sandbox {
@@ -540,24 +560,92 @@ fn parse_timeout(args: &Args) -> Result<Option<Duration>, String> {
     }
 }
 
-/// What sandboxed commands may not see: the host's state and the user's
-/// credential stores ([`sandbox::CREDENTIAL_STORES`]).
-fn hidden_paths() -> Vec<PathBuf> {
-    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
-    crate::host_state::default_dir()
-        .into_iter()
-        .chain(
-            home.iter()
-                .flat_map(|home| sandbox::CREDENTIAL_STORES.iter().map(|p| home.join(p))),
-        )
-        .collect()
+impl ShellToolset {
+    /// What sandboxed commands may not see: the host's state, and the
+    /// credentials found under `home` (`credentials.rs`) but for a path the
+    /// user named exactly under `read:`.
+    fn hidden_paths(&self, home: Option<&Path>) -> Vec<PathBuf> {
+        let named: &[PathBuf] = match &self.config.home {
+            config::HomeView::Only(shown) => shown,
+            config::HomeView::Visible => &[],
+        };
+        let mut hidden: Vec<PathBuf> = crate::host_state::default_dir().into_iter().collect();
+        if let Some(home) = home {
+            let mut discovered = self.credentials.lock().unwrap_or_else(|e| e.into_inner());
+            hidden.extend(
+                discovered
+                    .refresh(home, named)
+                    .iter()
+                    .filter(|p| !named.contains(p))
+                    .cloned(),
+            );
+            static SAID: std::sync::Once = std::sync::Once::new();
+            if discovered.cut_short {
+                SAID.call_once(|| {
+                    eprintln!(
+                        "iota-host: warning: the search of {} for credentials stopped at its bound ({} entries, {} ms); what it did not reach stays visible to sandboxed commands unless tools.shell.home is hidden",
+                        home.display(),
+                        credentials::MAX_ENTRIES,
+                        credentials::TIME_BUDGET.as_millis()
+                    )
+                });
+            }
+        }
+        hidden
+    }
+
+    /// How sandboxed commands write the cache directory (created if
+    /// missing): as it is when the user named it under `write:`; else an
+    /// overlay whose writes land in the project's own directory in the
+    /// host's state, or where no overlay can be mounted that directory
+    /// itself; read-only where neither can be (Seatbelt, no host state).
+    fn cache_mount(&self) -> Option<CacheMount> {
+        let cache = cache_dir_path()?;
+        std::fs::create_dir_all(&cache).ok()?;
+        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        if self.config.write.iter().any(|w| canonical(w) == canonical(&cache)) {
+            return Some(CacheMount::Real(cache));
+        }
+        let own = match (&self.sandbox, self.project_cache_dir()) {
+            (Sandbox::Bubblewrap(_), Some(own)) => own,
+            _ => return Some(CacheMount::ReadOnly(cache)),
+        };
+        let made = |dir: &Path| {
+            use std::os::unix::fs::DirBuilderExt;
+            std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(dir)
+                .is_ok()
+        };
+        if self.cache_overlay {
+            let (upper, work) = (own.join("upper"), own.join("work"));
+            if made(&upper) && made(&work) {
+                return Some(CacheMount::Overlay { cache, upper, work });
+            }
+        } else {
+            let dir = own.join("private");
+            if made(&dir) {
+                return Some(CacheMount::Private { cache, dir });
+            }
+        }
+        Some(CacheMount::ReadOnly(cache))
+    }
+
+    /// The project's own directory for what its sandboxed commands write to
+    /// the cache: in the host's state (hidden from them), named for the root.
+    fn project_cache_dir(&self) -> Option<PathBuf> {
+        let key = crate::engine::sha256_hex(self.canonical_root.as_os_str().as_encoded_bytes());
+        Some(crate::host_state::default_dir()?.join("sandbox-cache").join(&key[..32]))
+    }
 }
 
-/// The cache directory the sandbox lets commands write (created if missing).
-fn cache_dir() -> Option<PathBuf> {
-    let dir = cache_dir_path()?;
-    std::fs::create_dir_all(&dir).ok()?;
-    Some(dir)
+/// The home directory, when there is one.
+fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .filter(|h| h.is_absolute())
 }
 
 /// `$XDG_CACHE_HOME`, else `~/.cache`: the spec's cache directory.
@@ -641,6 +729,42 @@ impl Toolset for ShellToolset {
 
     fn prompt(&self) -> Option<String> {
         None
+    }
+
+    fn notices(&self) -> Vec<String> {
+        if !self.sandboxed() {
+            return Vec::new();
+        }
+        let Some(cache) = cache_dir_path() else {
+            return Vec::new();
+        };
+        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        if self.cache_overlay || self.config.write.iter().any(|w| canonical(w) == canonical(&cache)) {
+            return Vec::new();
+        }
+        let why = match &self.sandbox {
+            Sandbox::Bubblewrap(_) => format!(
+                "sandboxed commands write a cache directory of this project's own instead of {}: this machine's bubblewrap cannot mount an overlay (bubblewrap 0.9 or later can), so they neither see what is in it nor change it",
+                cache.display()
+            ),
+            _ => format!(
+                "{} is read-only to sandboxed commands: the sandbox cannot give them a cache of their own here",
+                cache.display()
+            ),
+        };
+        let notice = format!("toolset \"shell\": {why}; name it under write: to let them write the real one");
+        // Said once for a project (remembered in the host's state), not at
+        // every start.
+        let memo = crate::engine::sha256_hex(format!("{notice}|{}", self.canonical_root.display()).as_bytes());
+        let memo = format!("said-{}", &memo[..32]);
+        match crate::host_state::StateDir::open_default() {
+            Ok(state) if state.read(&memo).is_some() => Vec::new(),
+            Ok(state) => {
+                let _ = state.write(&memo, b"said\n");
+                vec![notice]
+            }
+            Err(_) => vec![notice],
+        }
     }
 
     fn open_world(&self) -> bool {

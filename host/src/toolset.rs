@@ -47,6 +47,11 @@ pub trait Toolset: Send + Sync {
     fn header(&self, _tool: &str, _args: &str) -> Option<String> {
         None
     }
+    /// What the person should know about how it will run, said once at
+    /// start (a startup warning).
+    fn notices(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// Whether its calls may reach beyond the machine (MCP's `openWorldHint`):
     /// only a shell with the network, or without a sandbox.
     fn open_world(&self) -> bool {

@@ -8,10 +8,13 @@
 //! directory, empties are dropped). A value that is not a mapping: config must
 //! be a mapping (sandbox, network, auto_run, write): `<decode error>`.
 //!
-//! Two keys beyond the spec (ARCHITECTURE.md): `env` (`pass`: names of
-//! secret-looking variables to let into the sandbox; `set`: fixed values) and
+//! Keys beyond the spec (ARCHITECTURE.md): `env` (`pass`: names of
+//! secret-looking variables to let into the sandbox; `set`: fixed values),
 //! `max_processes` (tasks one sandboxed command may have at once, default
-//! 2048).
+//! 2048), `home` (`visible`, the default, or `hidden`: the home directory
+//! shows sandboxed commands only what `read:` names), `read` (home paths a
+//! hidden home still shows; naming any hides the rest) and `max_log` (MiB of
+//! one command's log kept on the host, default 64).
 
 use iota_toolset::config::yaml11_bool;
 use serde::Deserialize;
@@ -42,7 +45,26 @@ pub struct ShellConfig {
     pub env: super::environment::EnvPolicy,
     /// `max_processes:`: tasks one sandboxed command may have at once.
     pub max_processes: u64,
+    /// `home:` and `read:`: what of the home directory sandboxed commands see.
+    pub home: HomeView,
+    /// `max_log:`: bytes of one command's log kept on the host.
+    pub max_log: u64,
 }
+
+/// What of the home directory sandboxed commands see.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum HomeView {
+    /// All of it but the credentials found there (`credentials.rs`).
+    #[default]
+    Visible,
+    /// Only these paths of it (made absolute), read-only, credentials
+    /// found in them hidden but for a path named exactly.
+    Only(Vec<PathBuf>),
+}
+
+/// Bytes of one command's log kept on the host unless `max_log:` says
+/// otherwise: 64 MiB.
+pub const DEFAULT_MAX_LOG: u64 = 64 << 20;
 
 impl Default for ShellConfig {
     fn default() -> Self {
@@ -53,6 +75,8 @@ impl Default for ShellConfig {
             write: Vec::new(),
             env: Default::default(),
             max_processes: super::processes::DEFAULT_MAX,
+            home: HomeView::Visible,
+            max_log: DEFAULT_MAX_LOG,
         }
     }
 }
@@ -68,6 +92,9 @@ struct Raw {
     write: Option<Vec<Option<String>>>,
     env: Option<RawEnv>,
     max_processes: Option<u64>,
+    home: Option<String>,
+    read: Option<Vec<Option<String>>>,
+    max_log: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -90,14 +117,24 @@ impl ShellConfig {
             }
             Some(other) => return Err(format!("sandbox must be \"auto\" or \"off\", got \"{other}\"")),
         };
-        let write = raw
-            .write
-            .unwrap_or_default()
-            .into_iter()
-            .flatten()
-            .filter(|p| !p.is_empty())
-            .map(|p| expand(&p, home, cwd))
-            .collect();
+        let paths = |list: Option<Vec<Option<String>>>| -> Vec<PathBuf> {
+            list.unwrap_or_default()
+                .into_iter()
+                .flatten()
+                .filter(|p| !p.is_empty())
+                .map(|p| expand(&p, home, cwd))
+                .collect()
+        };
+        let write = paths(raw.write);
+        let read = paths(raw.read);
+        let home_view = match raw.home.as_deref() {
+            None | Some("" | "visible") if read.is_empty() => HomeView::Visible,
+            None | Some("" | "visible" | "hidden") => HomeView::Only(read),
+            Some(other) => return Err(format!("home must be \"visible\" or \"hidden\", got \"{other}\"")),
+        };
+        if raw.max_log == Some(0) {
+            return Err("max_log must be at least 1 (MiB)".to_string());
+        }
         let env = raw.env.unwrap_or_default();
         if raw.max_processes == Some(0) {
             return Err("max_processes must be at least 1".to_string());
@@ -112,6 +149,8 @@ impl ShellConfig {
                 set: env.set.into_iter().collect(),
             },
             max_processes: raw.max_processes.unwrap_or(super::processes::DEFAULT_MAX),
+            home: home_view,
+            max_log: raw.max_log.map_or(DEFAULT_MAX_LOG, |mib| mib.saturating_mul(1 << 20)),
         })
     }
 }
@@ -153,6 +192,24 @@ mod tests {
             .map(PathBuf::from)
             .collect();
         assert_eq!(c.write, want);
+    }
+
+    #[test]
+    fn the_home_directory_is_shown_whole_or_only_what_read_names() {
+        assert_eq!(decode(json!({})).unwrap().home, HomeView::Visible);
+        assert_eq!(decode(json!({"home": "visible"})).unwrap().home, HomeView::Visible);
+        assert_eq!(decode(json!({"home": "hidden"})).unwrap().home, HomeView::Only(vec![]));
+        assert_eq!(
+            decode(json!({"read": ["~/.gitconfig", ""]})).unwrap().home,
+            HomeView::Only(vec![PathBuf::from("/home/u/.gitconfig")]),
+            "naming what to read hides the rest"
+        );
+        assert_eq!(
+            decode(json!({"home": "gone"})).unwrap_err(),
+            "home must be \"visible\" or \"hidden\", got \"gone\""
+        );
+        assert_eq!(decode(json!({"max_log": 2})).unwrap().max_log, 2 << 20);
+        assert!(decode(json!({"max_log": 0})).is_err());
     }
 
     #[test]

@@ -142,14 +142,64 @@ pub struct Launch {
     pub processes: Option<super::processes::Bound>,
 }
 
+/// How much of its output a command may leave in its log on the host:
+/// `own` bytes, and no more than its session has left (`session`, shared by
+/// the session's commands). Past either the output is still read (the
+/// command is not held up, and the last of it still reaches its result),
+/// but not written: one line says so, and the log grows no more.
+#[derive(Debug, Clone)]
+pub struct LogCap {
+    /// Bytes this command's log may hold.
+    pub own: u64,
+    /// Bytes the session's logs may still take, together.
+    pub session: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl LogCap {
+    /// No bound (a test's, an embedder's own use).
+    pub fn unbounded() -> LogCap {
+        LogCap {
+            own: u64::MAX,
+            session: Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX)),
+        }
+    }
+
+    /// How much of `n` more bytes, after `kept`, may be written: taken from
+    /// the session's allowance.
+    fn take(&self, kept: u64, n: u64) -> u64 {
+        let wanted = n.min(self.own.saturating_sub(kept));
+        let mut granted = 0;
+        let _ = self.session.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |left| {
+            granted = wanted.min(left);
+            Some(left - granted)
+        });
+        granted
+    }
+
+    /// The line a log ends with when its output stopped being kept.
+    fn marker(&self, kept: u64) -> String {
+        format!(
+            "\n[iota-host: output past {} not kept in this log: a command keeps at most {} MiB (tools.shell.max_log), a session {} MiB; the command goes on]\n",
+            iota_toolset::size::human(kept),
+            self.own >> 20,
+            (self.own.saturating_mul(SESSION_LOGS)) >> 20
+        )
+    }
+}
+
+/// A session's logs together may take this many times one command's.
+pub const SESSION_LOGS: u64 = 4;
+
 impl Running {
-    /// Starts `launch` in `cwd` with output to `log`; the timeout, if any, is
-    /// enforced by a watcher thread. An uncontained command carries an
-    /// unpredictable marker in its environment for the sweep.
+    /// Starts `launch` in `cwd` with output to `log`, kept there up to
+    /// `log_cap`; the timeout, if any, is enforced by a watcher thread. An
+    /// uncontained command carries an unpredictable marker in its
+    /// environment for the sweep.
     pub fn start(
         mut launch: Launch,
         cwd: &Path,
         log: PathBuf,
+        log_cap: LogCap,
         timeout: Option<Duration>,
         contained: bool,
     ) -> std::io::Result<Arc<Running>> {
@@ -241,11 +291,20 @@ impl Running {
         std::thread::spawn(move || {
             let mut reader = reader;
             let mut chunk = vec![0u8; 64 * 1024];
+            let (mut kept, mut capped) = (0u64, false);
             loop {
                 match reader.read(&mut chunk) {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
-                        let _ = log_file.write_all(&chunk[..n]);
+                        if !capped {
+                            let granted = log_cap.take(kept, n as u64);
+                            let _ = log_file.write_all(&chunk[..granted as usize]);
+                            kept += granted;
+                            if granted < n as u64 {
+                                capped = true;
+                                let _ = log_file.write_all(log_cap.marker(kept).as_bytes());
+                            }
+                        }
                         reading.state.lock().unwrap().output.push(&chunk[..n]);
                     }
                 }

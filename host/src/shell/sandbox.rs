@@ -40,18 +40,7 @@ impl Sandbox {
         let Some(bwrap) = find_trusted("bwrap", writable) else {
             return Sandbox::Unavailable;
         };
-        let memo = ProbeMemo::for_binary(&bwrap);
-        let works = match memo.as_ref().and_then(ProbeMemo::recall) {
-            Some(works) => works,
-            None => {
-                let works = probe(&bwrap);
-                if let Some(memo) = &memo {
-                    memo.store(works);
-                }
-                works
-            }
-        };
-        if works {
+        if ProbeMemo::remembered(&bwrap, PROBE_MEMO, || probe(&bwrap)) {
             Sandbox::Bubblewrap(bwrap)
         } else {
             Sandbox::Unavailable
@@ -87,7 +76,63 @@ pub fn probe(bwrap: &Path) -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// The probe's answer remembered in the host's state directory, so a
+/// Whether `bwrap` can mount an overlay (bubblewrap 0.9's `--overlay`, and a
+/// kernel that allows one in a user namespace), asked afresh: a write into
+/// the overlay lands in its upper directory and not in the lower one.
+pub fn probe_overlay(bwrap: &Path) -> bool {
+    use std::os::unix::fs::DirBuilderExt;
+    // A fresh, unguessable directory of the host's own, removed after.
+    let dir = std::env::temp_dir().join(format!("iota-overlay-probe-{}", crate::secret::token()));
+    if std::fs::DirBuilder::new().mode(0o700).create(&dir).is_err() {
+        return false;
+    }
+    let works = probe_overlay_in(bwrap, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    works
+}
+
+/// [`probe_overlay`] in the directory `dir`.
+fn probe_overlay_in(bwrap: &Path, dir: &Path) -> bool {
+    let [lower, upper, work] = ["lower", "upper", "work"].map(|d| dir.join(d));
+    if [&lower, &upper, &work].iter().any(|d| std::fs::create_dir(d).is_err()) {
+        return false;
+    }
+    let ran = std::process::Command::new(bwrap)
+        .args([
+            "--unshare-user",
+            "--unshare-pid",
+            "--ro-bind",
+            "/",
+            "/",
+            "--dev",
+            "/dev",
+            "--proc",
+            "/proc",
+        ])
+        .arg("--overlay-src")
+        .arg(&lower)
+        .arg("--overlay")
+        .args([&upper, &work, &lower])
+        .args(["touch"])
+        .arg(lower.join("written"))
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    ran && upper.join("written").exists() && !lower.join("written").exists()
+}
+
+/// Whether sandboxed commands get the cache as an overlay here (decided once
+/// per binary and boot, like the sandbox itself).
+pub fn overlay_available(sandbox: &Sandbox) -> bool {
+    match sandbox {
+        Sandbox::Bubblewrap(bwrap) => ProbeMemo::remembered(bwrap, OVERLAY_MEMO, || probe_overlay(bwrap)),
+        _ => false,
+    }
+}
+
+/// A probe's answer remembered in the host's state directory, so a
 /// start-up does not spawn bwrap each time (it is most of an `iota-host
 /// call`'s time). The key is the binary (path, size, mtime) and the boot: an
 /// upgrade, a reboot (sysctls reset) or another user probes again. The memo
@@ -96,13 +141,30 @@ pub fn probe(bwrap: &Path) -> bool {
 struct ProbeMemo {
     state: crate::host_state::StateDir,
     key: String,
+    file: &'static str,
 }
 
-/// The memo's file name in the state directory.
+/// The sandbox probe's memo in the state directory.
 const PROBE_MEMO: &str = "sandbox-probe";
+/// The overlay probe's memo.
+const OVERLAY_MEMO: &str = "sandbox-overlay-probe";
 
 impl ProbeMemo {
-    fn for_binary(bwrap: &Path) -> Option<ProbeMemo> {
+    /// The remembered answer of the probe `file` for `bwrap`, else `probe`'s,
+    /// remembered.
+    fn remembered(bwrap: &Path, file: &'static str, probe: impl FnOnce() -> bool) -> bool {
+        let memo = ProbeMemo::for_binary(bwrap, file);
+        if let Some(works) = memo.as_ref().and_then(ProbeMemo::recall) {
+            return works;
+        }
+        let works = probe();
+        if let Some(memo) = &memo {
+            memo.store(works);
+        }
+        works
+    }
+
+    fn for_binary(bwrap: &Path, file: &'static str) -> Option<ProbeMemo> {
         let meta = std::fs::metadata(bwrap).ok()?;
         let boot = std::fs::read_to_string("/proc/sys/kernel/random/boot_id").ok()?;
         let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
@@ -114,11 +176,11 @@ impl ProbeMemo {
             boot.trim()
         );
         let state = crate::host_state::StateDir::open_default().ok()?;
-        Some(ProbeMemo { state, key })
+        Some(ProbeMemo { state, key, file })
     }
 
     fn recall(&self) -> Option<bool> {
-        let text = String::from_utf8(self.state.read(PROBE_MEMO)?).ok()?;
+        let text = String::from_utf8(self.state.read(self.file)?).ok()?;
         let mut lines = text.lines();
         if lines.next()? != self.key {
             return None;
@@ -133,7 +195,7 @@ impl ProbeMemo {
     /// A memo that cannot be written is simply not kept.
     fn store(&self, works: bool) {
         let text = format!("{}\n{}\n", self.key, if works { "works" } else { "fails" });
-        let _ = self.state.write(PROBE_MEMO, text.as_bytes());
+        let _ = self.state.write(self.file, text.as_bytes());
     }
 }
 
@@ -196,8 +258,12 @@ pub struct Policy {
     pub root: PathBuf,
     /// The session's private directory, mounted as `/tmp` (the run's temp dir).
     pub private_tmp: PathBuf,
-    /// The cache directory (`$XDG_CACHE_HOME` or `~/.cache`).
-    pub cache: Option<PathBuf>,
+    /// The cache directory (`$XDG_CACHE_HOME` or `~/.cache`), and how
+    /// commands write it.
+    pub cache: Option<CacheMount>,
+    /// When commands see only part of the home directory: the home
+    /// directory, and the paths of it they see (read-only).
+    pub home_only: Option<(PathBuf, Vec<PathBuf>)>,
     /// Extra writable directories from `write:`.
     pub extra_writable: Vec<PathBuf>,
     /// Directories visible read-only at the same path even under the private
@@ -208,57 +274,89 @@ pub struct Policy {
     /// Paths under the root that stay read-only (`.git`, `.iota`); each
     /// exists when the command starts (a placeholder where there was none).
     pub protected: Vec<PathBuf>,
+    /// Every repository's own directory (or `.git` file) below the root,
+    /// kept read-only too: bound if still there when the command starts.
+    pub repositories: Vec<PathBuf>,
     /// What no command may see at all: the host's own state (compiled code
-    /// it runs, the key that seals it) and the user's credential stores. A
-    /// directory is hidden under an empty read-only mount, a file under
-    /// `/dev/null`.
+    /// it runs, the key that seals it) and the user's credential stores
+    /// (`credentials.rs`). A directory is hidden under an empty read-only
+    /// mount, a file under `/dev/null`.
     pub hidden: Vec<PathBuf>,
 }
 
-/// The user's credential stores under the home directory, hidden from
-/// sandboxed commands: the spec lets them read everything, but a command
-/// that reads `~/.ssh/id_ed25519` can copy it into the project or, with the
-/// network on, anywhere; and agent sockets live here (`S.gpg-agent`,
-/// Docker Desktop's `docker.sock`, ssh control masters), reachable through
-/// a read-only mount.
-pub const CREDENTIAL_STORES: &[&str] = &[
-    ".ssh",
-    ".npmrc",
-    ".cargo/credentials",
-    ".cargo/credentials.toml",
-    ".config/git/credentials",
-    ".claude",
-    ".codex",
-    ".config/glab-cli",
-    ".config/hub",
-    ".gem/credentials",
-    ".terraform.d",
-    ".vault-token",
-    ".m2/settings.xml",
-    ".pulumi",
-    ".bash_history",
-    ".zsh_history",
-    ".python_history",
-    ".gnupg",
-    ".aws",
-    ".azure",
-    ".kube",
-    ".docker",
-    ".password-store",
-    ".config/gcloud",
-    ".config/gh",
-    ".local/share/keyrings",
-    ".netrc",
-    ".git-credentials",
-    ".pgpass",
-    ".pypirc",
-];
+/// How sandboxed commands write the cache directory. Tools outside the
+/// sandbox run what some caches hold (corepack's package managers, npx's and
+/// pre-commit's environments, `go-build`, compiler caches), so what a command
+/// writes there must never reach the user's real cache.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CacheMount {
+    /// An overlay: reads see the real cache, writes land in `upper` (kept
+    /// per project in the host's state, so builds stay warm), the real cache
+    /// unchanged.
+    Overlay {
+        /// The cache directory.
+        cache: PathBuf,
+        /// Where writes land.
+        upper: PathBuf,
+        /// The overlay's work directory, beside `upper`.
+        work: PathBuf,
+    },
+    /// No overlay here: a directory of the project's own, in the host's
+    /// state, stands at the cache's path (it starts empty).
+    Private {
+        /// The cache directory.
+        cache: PathBuf,
+        /// What commands see and write there.
+        dir: PathBuf,
+    },
+    /// The user named the cache under `write:`: the real one, writable.
+    Real(PathBuf),
+    /// Seatbelt can do neither: the cache stays read-only.
+    ReadOnly(PathBuf),
+}
+
+impl CacheMount {
+    /// The cache directory's path.
+    pub fn path(&self) -> &Path {
+        match self {
+            CacheMount::Overlay { cache, .. } | CacheMount::Private { cache, .. } => cache,
+            CacheMount::Real(cache) | CacheMount::ReadOnly(cache) => cache,
+        }
+    }
+
+    /// Whether commands may write at its path.
+    pub fn writable(&self) -> bool {
+        !matches!(self, CacheMount::ReadOnly(_))
+    }
+}
 
 /// Kernel interfaces under a fresh /proc that write to global state with no
 /// check but the uid: bound read-only from the host's, as container runtimes do.
 const PROC_READ_ONLY: &[&str] = &["/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs"];
 
 impl Policy {
+    /// Whether `path` can be seen inside the sandbox at all: not when a
+    /// hidden home or a private cache already keeps it out (a mount over it
+    /// would need a mount point made where nothing may be made).
+    pub fn shows(&self, path: &Path) -> bool {
+        if let Some(CacheMount::Private { cache, .. }) = &self.cache
+            && path.starts_with(cache)
+        {
+            return false;
+        }
+        let Some((home, shown)) = &self.home_only else {
+            return true;
+        };
+        let cache = self.cache.as_ref().map(|c| c.path().to_path_buf());
+        !path.starts_with(home)
+            || shown
+                .iter()
+                .chain(std::iter::once(&self.root))
+                .chain(&self.extra_writable)
+                .chain(cache.iter())
+                .any(|visible| path.starts_with(visible))
+    }
+
     /// The writable directories in the spec's order, duplicates dropped.
     pub fn writable(&self) -> Vec<PathBuf> {
         let mut out: Vec<PathBuf> = Vec::new();
@@ -266,7 +364,10 @@ impl Policy {
             Some(self.root.clone()),
             Some(self.private_tmp.clone()),
             Some(PathBuf::from("/tmp")),
-            self.cache.clone(),
+            self.cache
+                .as_ref()
+                .filter(|c| c.writable())
+                .map(|c| c.path().to_path_buf()),
         ];
         for dir in candidates
             .into_iter()
@@ -318,14 +419,20 @@ pub fn bwrap_args(policy: &Policy, cwd: &Path, seccomp_fds: &[i32], argv: &[OsSt
     if policy.network {
         flags(&["--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve"]);
     }
+    // A hidden home first: what is bound below comes back on top of it (the
+    // empty home is made read-only once every mount point is in it).
+    if let Some((home, shown)) = &policy.home_only {
+        args.extend(["--tmpfs".into(), home.into()]);
+        for path in shown {
+            args.extend(["--ro-bind-try".into(), path.into(), path.into()]);
+        }
+    }
     let mut mount = |kind: &str, source: &Path, destination: &Path| {
         args.extend([kind.into(), source.into(), destination.into()]);
     };
     // The private /tmp first: later binds may live below /tmp and land on top of it.
     mount("--bind", &policy.private_tmp, Path::new("/tmp"));
-    let writable = std::iter::once(&policy.root)
-        .chain(policy.cache.iter())
-        .chain(policy.extra_writable.iter());
+    let writable = std::iter::once(&policy.root).chain(policy.extra_writable.iter());
     for dir in writable {
         if dir.as_path() != Path::new("/tmp") && *dir != policy.private_tmp && dir.is_dir() {
             mount("--bind", dir, dir);
@@ -337,8 +444,30 @@ pub fn bwrap_args(policy: &Policy, cwd: &Path, seccomp_fds: &[i32], argv: &[OsSt
     for path in &policy.protected {
         mount("--ro-bind", path, path);
     }
+    for path in &policy.repositories {
+        mount("--ro-bind-try", path, path);
+    }
+    match &policy.cache {
+        Some(CacheMount::Overlay { cache, upper, work }) => {
+            args.extend(["--overlay-src".into(), cache.into()]);
+            args.extend(["--overlay".into(), upper.into(), work.into(), cache.into()]);
+        }
+        Some(CacheMount::Private { cache, dir }) => {
+            args.extend(["--bind".into(), dir.into(), cache.into()]);
+        }
+        Some(CacheMount::Real(cache)) if cache.is_dir() && !policy.extra_writable.contains(cache) => {
+            args.extend(["--bind".into(), cache.into(), cache.into()]);
+        }
+        Some(CacheMount::ReadOnly(cache)) if policy.home_only.is_some() => {
+            args.extend(["--ro-bind-try".into(), cache.into(), cache.into()]);
+        }
+        _ => {}
+    }
+    if let Some((home, _)) = &policy.home_only {
+        args.extend(["--remount-ro".into(), home.into()]);
+    }
     // Last, so that no writable bind above can uncover them.
-    for path in &policy.hidden {
+    for path in policy.hidden.iter().filter(|p| policy.shows(p)) {
         if path.is_dir() {
             args.extend(["--tmpfs".into(), path.into(), "--remount-ro".into(), path.into()]);
         } else if path.is_file() {
@@ -364,7 +493,20 @@ pub fn seatbelt_profile(policy: &Policy) -> String {
         profile.push_str(&format!("    (subpath {})\n", seatbelt_string(&dir)));
     }
     profile.push_str(")\n");
-    for path in &policy.protected {
+    // Later rules win: the home directory unreadable, then what is shown of it.
+    if let Some((home, shown)) = &policy.home_only {
+        profile.push_str(&format!("(deny file-read* (subpath {}))\n", seatbelt_string(home)));
+        let cache = policy.cache.as_ref().map(|c| c.path().to_path_buf());
+        let visible = shown
+            .iter()
+            .chain(std::iter::once(&policy.root))
+            .chain(&policy.extra_writable)
+            .chain(cache.iter());
+        for path in visible {
+            profile.push_str(&format!("(allow file-read* (subpath {}))\n", seatbelt_string(path)));
+        }
+    }
+    for path in policy.protected.iter().chain(&policy.repositories) {
         profile.push_str(&format!("(deny file-write* (subpath {}))\n", seatbelt_string(path)));
     }
     for dir in &policy.hidden {
@@ -437,6 +579,7 @@ mod tests {
         let memo = ProbeMemo {
             state: state.clone(),
             key: "/usr/bin/bwrap|1|2|boot-a".into(),
+            file: PROBE_MEMO,
         };
         assert_eq!(memo.recall(), None);
         memo.store(true);
@@ -446,6 +589,7 @@ mod tests {
         let upgraded = ProbeMemo {
             state: state.clone(),
             key: "/usr/bin/bwrap|1|3|boot-a".into(),
+            file: PROBE_MEMO,
         };
         assert_eq!(upgraded.recall(), None, "another binary or boot probes again");
         // A memo written by anyone but the host (a flipped verdict) is none.
@@ -457,11 +601,13 @@ mod tests {
         Policy {
             root: "/home/u/project".into(),
             private_tmp: "/tmp/iota-1/tmp".into(),
-            cache: Some("/home/u/.cache".into()),
+            cache: Some(CacheMount::Real("/home/u/.cache".into())),
+            home_only: None,
             extra_writable: vec!["/home/u/project".into(), "/data".into()],
             visible: vec![],
             network: false,
             protected: vec!["/home/u/project/.git".into()],
+            repositories: vec!["/home/u/project/sub/.git".into()],
             hidden: vec![],
         }
     }
@@ -505,6 +651,7 @@ mod tests {
         assert!(joined.contains("--bind /tmp/iota-1/tmp /tmp"));
         assert!(joined.contains("--ro-bind-try /proc/sys /proc/sys"));
         assert!(joined.contains("--ro-bind /home/u/project/.git /home/u/project/.git"));
+        assert!(joined.contains("--ro-bind-try /home/u/project/sub/.git /home/u/project/sub/.git"));
         assert!(joined.contains("--add-seccomp-fd 7"));
         assert!(joined.ends_with("--chdir /home/u/project -- bash -c true"));
     }

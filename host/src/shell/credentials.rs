@@ -1,0 +1,954 @@
+//! The credentials under the home directory a sandboxed command must not
+//! read, found two ways: where the common developer tools keep theirs
+//! ([`KNOWN`], each row with the documentation it comes from), and by name
+//! anywhere in the home directory's dot-directories and the XDG directories
+//! ([`looks_secret`]: `*token*`, `*credential*`, `*secret*`, `*.pem`, `id_*`,
+//! …). The sandbox hides each under an empty read-only mount (a directory)
+//! or `/dev/null` (a file).
+//!
+//! Why both: a list is the attacks someone thought of (a review read the
+//! Hugging Face token under `~/.cache`, Gemini CLI's OAuth file, Copilot's
+//! token, Kaggle's key and rclone's config past a list of thirty), and a
+//! name search alone misses a store named for its tool (`~/.docker`). Where
+//! neither is enough, `home: hidden` shows a command only what `read:` names.
+//!
+//! The search is bounded ([`MAX_ENTRIES`], [`MAX_DEPTH`], [`TIME_BUDGET`]),
+//! breadth first so shallow stores come first, and skips bulky trees that
+//! hold packages, not secrets ([`BULKY`]). Its answer is kept
+//! ([`Discovered`]) with every directory it read and that directory's
+//! modification time; a later sandbox start `stat`s those directories and
+//! searches again only when one moved, so the per-call cost is a few hundred
+//! `statx` when nothing changed.
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+use std::collections::VecDeque;
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Which directory a [`Known`] path is relative to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Base {
+    /// The home directory.
+    Home,
+    /// `$XDG_CONFIG_HOME`, else `~/.config`.
+    Config,
+    /// `$XDG_DATA_HOME`, else `~/.local/share`.
+    Data,
+    /// `$XDG_CACHE_HOME`, else `~/.cache`.
+    Cache,
+}
+
+/// One well-known credential store.
+#[derive(Debug)]
+pub struct Known {
+    /// What it is relative to.
+    pub base: Base,
+    /// The file or directory.
+    pub path: &'static str,
+    /// The tool that keeps it.
+    pub tool: &'static str,
+    /// Where its documentation says so.
+    pub docs: &'static str,
+}
+
+const fn known(base: Base, path: &'static str, tool: &'static str, docs: &'static str) -> Known {
+    Known { base, path, tool, docs }
+}
+
+use Base::{Cache, Config, Data, Home};
+
+/// Where common developer tools keep credentials: cloud CLIs, AI agents,
+/// package and container registries, git hosting, databases, password
+/// managers, remote access, browsers, shell histories.
+pub const KNOWN: &[Known] = &[
+    // Remote access and signing.
+    known(Home, ".ssh", "OpenSSH", "https://man.openbsd.org/ssh#FILES"),
+    known(
+        Home,
+        ".gnupg",
+        "GnuPG",
+        "https://www.gnupg.org/documentation/manuals/gnupg/GPG-Configuration.html",
+    ),
+    known(
+        Home,
+        ".vnc",
+        "TigerVNC (vncpasswd)",
+        "https://tigervnc.org/doc/vncpasswd.html",
+    ),
+    known(
+        Data,
+        "remmina",
+        "Remmina",
+        "https://gitlab.com/Remmina/Remmina/-/wikis/Usage/Remmina-user's-guide",
+    ),
+    known(
+        Config,
+        "filezilla",
+        "FileZilla",
+        "https://wiki.filezilla-project.org/Client_Configuration",
+    ),
+    known(
+        Home,
+        ".netrc",
+        "curl, ftp, git over HTTP (netrc)",
+        "https://everything.curl.dev/usingcurl/netrc",
+    ),
+    known(
+        Home,
+        ".authinfo",
+        "Emacs auth-source",
+        "https://www.gnu.org/software/emacs/manual/html_mono/auth.html",
+    ),
+    known(
+        Home,
+        ".authinfo.gpg",
+        "Emacs auth-source",
+        "https://www.gnu.org/software/emacs/manual/html_mono/auth.html",
+    ),
+    // Cloud CLIs.
+    known(
+        Home,
+        ".aws",
+        "AWS CLI",
+        "https://docs.aws.amazon.com/cli/latest/userguide/cli-configure-files.html",
+    ),
+    known(
+        Home,
+        ".azure",
+        "Azure CLI",
+        "https://learn.microsoft.com/en-us/cli/azure/azure-cli-configuration",
+    ),
+    known(
+        Config,
+        "gcloud",
+        "Google Cloud CLI",
+        "https://cloud.google.com/sdk/docs/configurations",
+    ),
+    known(
+        Home,
+        ".oci",
+        "Oracle Cloud CLI",
+        "https://docs.oracle.com/en-us/iaas/Content/API/Concepts/sdkconfig.htm",
+    ),
+    known(
+        Config,
+        "doctl",
+        "DigitalOcean doctl",
+        "https://docs.digitalocean.com/reference/doctl/how-to/install/",
+    ),
+    known(
+        Config,
+        "hcloud",
+        "Hetzner Cloud CLI",
+        "https://github.com/hetznercloud/cli/blob/main/docs/tutorials/setup-hcloud-cli.md",
+    ),
+    known(
+        Home,
+        ".aliyun",
+        "Alibaba Cloud CLI",
+        "https://www.alibabacloud.com/help/en/cli/configure-credentials",
+    ),
+    known(
+        Home,
+        ".bluemix",
+        "IBM Cloud CLI",
+        "https://cloud.ibm.com/docs/cli?topic=cli-ibmcloud_env_var",
+    ),
+    known(
+        Config,
+        "linode-cli",
+        "Linode CLI",
+        "https://techdocs.akamai.com/cloud-computing/docs/install-and-configure-the-cli",
+    ),
+    known(
+        Config,
+        "scw",
+        "Scaleway CLI",
+        "https://www.scaleway.com/en/docs/scaleway-cli/reference-content/scaleway-configuration-file/",
+    ),
+    known(
+        Config,
+        "openstack",
+        "OpenStack client (clouds.yaml)",
+        "https://docs.openstack.org/python-openstackclient/latest/configuration/index.html",
+    ),
+    known(Home, ".s3cfg", "s3cmd", "https://s3tools.org/kb/item14.htm"),
+    known(
+        Home,
+        ".passwd-s3fs",
+        "s3fs",
+        "https://github.com/s3fs-fuse/s3fs-fuse#examples",
+    ),
+    known(
+        Config,
+        "rclone",
+        "rclone",
+        "https://rclone.org/docs/#config-config-file",
+    ),
+    known(
+        Home,
+        ".boto",
+        "boto, gsutil",
+        "https://cloud.google.com/storage/docs/boto-gsutil",
+    ),
+    known(Home, ".fly", "Fly.io flyctl", "https://fly.io/docs/flyctl/"),
+    known(
+        Data,
+        "com.vercel.cli",
+        "Vercel CLI",
+        "https://vercel.com/docs/cli/global-options#global-config",
+    ),
+    known(
+        Config,
+        "netlify",
+        "Netlify CLI",
+        "https://docs.netlify.com/cli/get-started/",
+    ),
+    known(
+        Config,
+        ".wrangler",
+        "Cloudflare Wrangler",
+        "https://developers.cloudflare.com/workers/wrangler/",
+    ),
+    known(
+        Home,
+        ".cloudflared",
+        "Cloudflare Tunnel",
+        "https://developers.cloudflare.com/cloudflare-one/connections/connect-networks/",
+    ),
+    known(
+        Config,
+        "configstore",
+        "Firebase CLI and other configstore tools",
+        "https://firebase.google.com/docs/cli",
+    ),
+    known(Home, ".expo", "Expo CLI", "https://docs.expo.dev/more/expo-cli/"),
+    known(Config, "stripe", "Stripe CLI", "https://docs.stripe.com/stripe-cli"),
+    known(Config, "ngrok", "ngrok agent", "https://ngrok.com/docs/agent/config/"),
+    known(
+        Home,
+        ".minikube",
+        "minikube",
+        "https://minikube.sigs.k8s.io/docs/handbook/config/",
+    ),
+    known(
+        Home,
+        ".kube",
+        "kubectl",
+        "https://kubernetes.io/docs/concepts/configuration/organize-cluster-access-kubeconfig/",
+    ),
+    known(Config, "helm", "Helm", "https://helm.sh/docs/helm/helm_repo_add/"),
+    known(
+        Home,
+        ".terraform.d",
+        "Terraform",
+        "https://developer.hashicorp.com/terraform/cli/config/config-file#credentials",
+    ),
+    known(
+        Home,
+        ".vault-token",
+        "HashiCorp Vault",
+        "https://developer.hashicorp.com/vault/docs/commands/token-helper",
+    ),
+    known(
+        Home,
+        ".pulumi",
+        "Pulumi",
+        "https://www.pulumi.com/docs/iac/cli/environment-variables/",
+    ),
+    known(
+        Home,
+        ".databrickscfg",
+        "Databricks CLI",
+        "https://docs.databricks.com/en/dev-tools/auth/config-profiles.html",
+    ),
+    known(
+        Home,
+        ".snowflake",
+        "Snowflake CLI",
+        "https://docs.snowflake.com/en/developer-guide/snowflake-cli/connecting/configure-connections",
+    ),
+    known(
+        Home,
+        ".dbt",
+        "dbt (profiles.yml)",
+        "https://docs.getdbt.com/docs/core/connect-data-platform/profiles.yml",
+    ),
+    // AI agents and their CLIs, model hubs.
+    known(
+        Home,
+        ".claude",
+        "Claude Code",
+        "https://docs.anthropic.com/en/docs/claude-code/settings",
+    ),
+    known(
+        Home,
+        ".claude.json",
+        "Claude Code",
+        "https://docs.anthropic.com/en/docs/claude-code/settings",
+    ),
+    known(
+        Home,
+        ".codex",
+        "OpenAI Codex CLI",
+        "https://github.com/openai/codex/blob/main/docs/config.md",
+    ),
+    known(
+        Home,
+        ".gemini",
+        "Gemini CLI",
+        "https://github.com/google-gemini/gemini-cli/blob/main/docs/get-started/authentication.md",
+    ),
+    known(
+        Config,
+        "github-copilot",
+        "GitHub Copilot",
+        "https://github.com/github/copilot.vim",
+    ),
+    known(Home, ".continue", "Continue", "https://docs.continue.dev/reference"),
+    known(
+        Home,
+        ".aider.conf.yml",
+        "aider",
+        "https://aider.chat/docs/config/aider_conf.html",
+    ),
+    known(
+        Cache,
+        "huggingface/token",
+        "Hugging Face Hub",
+        "https://huggingface.co/docs/huggingface_hub/package_reference/environment_variables#hfhome",
+    ),
+    known(
+        Cache,
+        "huggingface/stored_tokens",
+        "Hugging Face Hub",
+        "https://huggingface.co/docs/huggingface_hub/package_reference/environment_variables#hfhome",
+    ),
+    known(
+        Home,
+        ".huggingface",
+        "Hugging Face Hub (older releases)",
+        "https://huggingface.co/docs/huggingface_hub/package_reference/environment_variables#hftoken",
+    ),
+    known(
+        Home,
+        ".kaggle",
+        "Kaggle API",
+        "https://www.kaggle.com/docs/api#authentication",
+    ),
+    known(Home, ".wakatime.cfg", "WakaTime", "https://wakatime.com/faq#api-key"),
+    known(
+        Home,
+        ".sentryclirc",
+        "Sentry CLI",
+        "https://docs.sentry.io/cli/configuration/",
+    ),
+    // Package and container registries.
+    known(
+        Home,
+        ".npmrc",
+        "npm",
+        "https://docs.npmjs.com/cli/configuring-npm/npmrc",
+    ),
+    known(
+        Home,
+        ".yarnrc.yml",
+        "Yarn",
+        "https://yarnpkg.com/configuration/yarnrc#npmAuthToken",
+    ),
+    known(
+        Home,
+        ".pypirc",
+        "PyPI upload tools",
+        "https://packaging.python.org/en/latest/specifications/pypirc/",
+    ),
+    known(
+        Config,
+        "pypoetry/auth.toml",
+        "Poetry",
+        "https://python-poetry.org/docs/repositories/#configuring-credentials",
+    ),
+    known(
+        Data,
+        "uv/credentials",
+        "uv",
+        "https://docs.astral.sh/uv/concepts/authentication/",
+    ),
+    known(
+        Home,
+        ".cargo/credentials",
+        "Cargo",
+        "https://doc.rust-lang.org/cargo/reference/config.html#credentials",
+    ),
+    known(
+        Home,
+        ".cargo/credentials.toml",
+        "Cargo",
+        "https://doc.rust-lang.org/cargo/reference/config.html#credentials",
+    ),
+    known(
+        Home,
+        ".gem/credentials",
+        "RubyGems",
+        "https://guides.rubygems.org/publishing/",
+    ),
+    known(
+        Home,
+        ".m2/settings.xml",
+        "Maven",
+        "https://maven.apache.org/settings.html#servers",
+    ),
+    known(
+        Home,
+        ".m2/settings-security.xml",
+        "Maven",
+        "https://maven.apache.org/guides/mini/guide-encryption.html",
+    ),
+    known(
+        Home,
+        ".gradle/gradle.properties",
+        "Gradle",
+        "https://docs.gradle.org/current/userguide/build_environment.html",
+    ),
+    known(
+        Home,
+        ".nuget/NuGet/NuGet.Config",
+        "NuGet",
+        "https://learn.microsoft.com/en-us/nuget/reference/nuget-config-file",
+    ),
+    known(
+        Config,
+        "NuGet/NuGet.Config",
+        "NuGet",
+        "https://learn.microsoft.com/en-us/nuget/reference/nuget-config-file",
+    ),
+    known(
+        Config,
+        "composer/auth.json",
+        "Composer",
+        "https://getcomposer.org/doc/articles/authentication-for-private-packages.md",
+    ),
+    known(
+        Home,
+        ".composer/auth.json",
+        "Composer",
+        "https://getcomposer.org/doc/articles/authentication-for-private-packages.md",
+    ),
+    known(
+        Config,
+        "dart/pub-credentials.json",
+        "Dart pub",
+        "https://dart.dev/tools/pub/cmd/pub-token",
+    ),
+    known(
+        Home,
+        ".docker",
+        "Docker",
+        "https://docs.docker.com/reference/cli/docker/login/",
+    ),
+    known(
+        Config,
+        "containers/auth.json",
+        "Podman, Buildah, Skopeo",
+        "https://docs.podman.io/en/latest/markdown/podman-login.1.html",
+    ),
+    // Git hosting and version control.
+    known(
+        Config,
+        "gh",
+        "GitHub CLI",
+        "https://cli.github.com/manual/gh_auth_login",
+    ),
+    known(
+        Config,
+        "glab-cli",
+        "GitLab CLI",
+        "https://gitlab.com/gitlab-org/cli/-/blob/main/docs/source/auth/login.md",
+    ),
+    known(Config, "hub", "hub", "https://hub.github.com/hub.1.html"),
+    known(Config, "tea", "Gitea tea", "https://gitea.com/gitea/tea"),
+    known(
+        Home,
+        ".git-credentials",
+        "git credential store",
+        "https://git-scm.com/docs/git-credential-store",
+    ),
+    known(
+        Config,
+        "git/credentials",
+        "git credential store",
+        "https://git-scm.com/docs/git-credential-store",
+    ),
+    known(
+        Home,
+        ".subversion/auth",
+        "Subversion",
+        "https://svnbook.red-bean.com/en/1.7/svn.serverconfig.netmodel.html#svn.serverconfig.netmodel.credcache",
+    ),
+    // Databases.
+    known(
+        Home,
+        ".pgpass",
+        "PostgreSQL",
+        "https://www.postgresql.org/docs/current/libpq-pgpass.html",
+    ),
+    known(
+        Home,
+        ".my.cnf",
+        "MySQL",
+        "https://dev.mysql.com/doc/refman/8.0/en/option-files.html",
+    ),
+    known(
+        Home,
+        ".mylogin.cnf",
+        "MySQL login paths",
+        "https://dev.mysql.com/doc/refman/8.0/en/mysql-config-editor.html",
+    ),
+    // Password managers and keyrings.
+    known(Home, ".password-store", "pass", "https://www.passwordstore.org/"),
+    known(
+        Data,
+        "keyrings",
+        "GNOME Keyring",
+        "https://wiki.gnome.org/Projects/GnomeKeyring",
+    ),
+    known(
+        Config,
+        "op",
+        "1Password CLI",
+        "https://developer.1password.com/docs/cli/config-directories/",
+    ),
+    known(
+        Config,
+        "Bitwarden CLI",
+        "Bitwarden CLI",
+        "https://bitwarden.com/help/data-storage/",
+    ),
+    // Browsers: cookies and saved logins.
+    known(
+        Home,
+        ".mozilla",
+        "Firefox",
+        "https://support.mozilla.org/en-US/kb/profiles-where-firefox-stores-user-data",
+    ),
+    known(
+        Config,
+        "google-chrome",
+        "Chrome",
+        "https://chromium.googlesource.com/chromium/src/+/main/docs/user_data_dir.md",
+    ),
+    known(
+        Config,
+        "chromium",
+        "Chromium",
+        "https://chromium.googlesource.com/chromium/src/+/main/docs/user_data_dir.md",
+    ),
+    known(
+        Config,
+        "BraveSoftware",
+        "Brave",
+        "https://chromium.googlesource.com/chromium/src/+/main/docs/user_data_dir.md",
+    ),
+    // Shell and REPL histories: commands typed with secrets in them.
+    known(
+        Home,
+        ".bash_history",
+        "bash",
+        "https://www.gnu.org/software/bash/manual/html_node/Bash-History-Facilities.html",
+    ),
+    known(
+        Home,
+        ".zsh_history",
+        "zsh",
+        "https://zsh.sourceforge.io/Doc/Release/Parameters.html#index-HISTFILE",
+    ),
+    known(
+        Data,
+        "fish/fish_history",
+        "fish",
+        "https://fishshell.com/docs/current/interactive.html#command-line-editor",
+    ),
+    known(
+        Home,
+        ".python_history",
+        "Python REPL",
+        "https://docs.python.org/3/library/site.html#rlcompleter-config",
+    ),
+    known(
+        Home,
+        ".psql_history",
+        "psql",
+        "https://www.postgresql.org/docs/current/app-psql.html",
+    ),
+    known(
+        Home,
+        ".mysql_history",
+        "mysql",
+        "https://dev.mysql.com/doc/refman/8.0/en/mysql-logging.html",
+    ),
+    known(
+        Home,
+        ".node_repl_history",
+        "Node.js REPL",
+        "https://nodejs.org/api/repl.html#persistent-history",
+    ),
+];
+
+/// The [`KNOWN`] stores as the table `docs/credentials.md` shows (a test
+/// keeps the two the same).
+pub fn table() -> String {
+    let mut text = String::from("| path | tool | documented at |\n|---|---|---|\n");
+    for store in KNOWN {
+        let base = match store.base {
+            Home => "~",
+            Config => "$XDG_CONFIG_HOME (~/.config)",
+            Data => "$XDG_DATA_HOME (~/.local/share)",
+            Cache => "$XDG_CACHE_HOME (~/.cache)",
+        };
+        text.push_str(&format!(
+            "| `{base}/{}` | {} | <{}> |\n",
+            store.path, store.tool, store.docs
+        ));
+    }
+    text
+}
+
+/// Directories searched at most this deep below the home directory.
+pub const MAX_DEPTH: usize = 6;
+
+/// Directory entries one search looks at, at most.
+pub const MAX_ENTRIES: usize = 100_000;
+
+/// The time one search may take.
+pub const TIME_BUDGET: Duration = Duration::from_millis(250);
+
+/// Trees under the home directory the search does not enter: packages,
+/// toolchains and caches of downloads, large and without secrets (a store
+/// in one would be found by [`KNOWN`], not by its name).
+const BULKY: &[&str] = &[
+    ".rustup",
+    ".cargo/registry",
+    ".cargo/git",
+    ".npm/_cacache",
+    ".m2/repository",
+    ".gradle/caches",
+    ".gradle/wrapper",
+    ".cache/pip",
+    ".cache/uv",
+    ".cache/go-build",
+    ".cache/huggingface/hub",
+    ".cache/mozilla",
+    ".cache/google-chrome",
+    ".cache/chromium",
+    ".local/share/Trash",
+    ".vscode/extensions",
+    ".vscode-server",
+];
+
+/// Directory names the search never enters, wherever they are.
+const NEVER_ENTERED: &[&str] = &["node_modules", ".git", "__pycache__", "site-packages"];
+
+/// Whether a file or directory name looks like it holds a credential
+/// (ASCII case ignored): `token` as a word (`access_token`, `.vault-token`,
+/// `tokens.json`, not `tokenizer.json`), `credential`, `secret`, `oauth`,
+/// `password`, `passwd`, `apikey`/`api_key`/`api-key`, the key and keystore
+/// suffixes (`.pem`, `.key`, `.p12`, `.pfx`, `.jks`, `.keystore`, `.kdbx`,
+/// `.gpg`, `.ppk`, `.ovpn`), SSH keys (`id_*`), and `.netrc`, `.pgpass`,
+/// `auth.json`, browser cookie and login stores.
+pub fn looks_secret(name: &[u8]) -> bool {
+    let name = name.to_ascii_lowercase();
+    let has = |needle: &[u8]| memchr::memmem::find(&name, needle).is_some();
+    let token_word = memchr::memmem::find_iter(&name, b"token").any(|at| {
+        let rest = &name[at + 5..];
+        match rest {
+            [] => true,
+            [b's', rest @ ..] => rest.first().is_none_or(|b| !b.is_ascii_alphabetic()),
+            [b, ..] => !b.is_ascii_alphabetic(),
+        }
+    });
+    const SUFFIXES: &[&[u8]] = &[
+        b".pem",
+        b".key",
+        b".p12",
+        b".pfx",
+        b".jks",
+        b".keystore",
+        b".kdbx",
+        b".gpg",
+        b".ppk",
+        b".ovpn",
+    ];
+    const EXACT: &[&[u8]] = &[
+        b".netrc",
+        b".pgpass",
+        b"auth.json",
+        b"cookies",
+        b"cookies.sqlite",
+        b"login data",
+        b"logins.json",
+        b"key4.db",
+        b"key3.db",
+    ];
+    token_word
+        || [
+            "credential",
+            "secret",
+            "oauth",
+            "password",
+            "passwd",
+            "apikey",
+            "api_key",
+            "api-key",
+        ]
+        .iter()
+        .any(|w| has(w.as_bytes()))
+        || SUFFIXES.iter().any(|s| name.ends_with(s))
+        || name.starts_with(b"id_")
+        || EXACT.contains(&name.as_slice())
+}
+
+/// `$XDG_*` or its default under `home`.
+fn base_dir(base: Base, home: &Path) -> PathBuf {
+    let xdg = |var: &str, default: &str| {
+        std::env::var_os(var)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .unwrap_or_else(|| home.join(default))
+    };
+    match base {
+        Home => home.to_path_buf(),
+        Config => xdg("XDG_CONFIG_HOME", ".config"),
+        Data => xdg("XDG_DATA_HOME", ".local/share"),
+        Cache => xdg("XDG_CACHE_HOME", ".cache"),
+    }
+}
+
+/// What one search found, and how to tell whether it still holds.
+#[derive(Debug, Default)]
+pub struct Discovered {
+    home: PathBuf,
+    /// The other directories searched whole (a hidden home's `read:`).
+    also: Vec<PathBuf>,
+    /// What to hide, sorted: the known stores that exist and every name
+    /// that looks secret.
+    found: Vec<PathBuf>,
+    /// Every directory the search read, with its modification time then.
+    read: Vec<(PathBuf, i128)>,
+    /// Whether the search stopped at a bound before it read everything.
+    pub cut_short: bool,
+}
+
+impl Discovered {
+    /// What to hide under `home` (and in `also`, searched whole) now: the
+    /// last search's answer while every directory it read is unmoved, else
+    /// a new search's.
+    pub fn refresh(&mut self, home: &Path, also: &[PathBuf]) -> &[PathBuf] {
+        let unmoved = !self.read.is_empty()
+            && self.home == home
+            && self.also == also
+            && self.read.iter().all(|(dir, mtime)| mtime_of(dir) == Some(*mtime));
+        if !unmoved {
+            *self = search(home, also);
+        }
+        &self.found
+    }
+}
+
+/// A path's modification time (ns), not followed.
+fn mtime_of(path: &Path) -> Option<i128> {
+    let st = rustix::fs::statat(rustix::fs::CWD, path, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+    Some(i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec))
+}
+
+/// Searches `home`: the [`KNOWN`] stores that exist, then breadth first
+/// through its dot-directories (and the XDG directories, wherever they are,
+/// and the directories `also` names, whole) for names that
+/// [`looks_secret`], within the bounds.
+pub fn search(home: &Path, also: &[PathBuf]) -> Discovered {
+    let started = Instant::now();
+    let mut found: Vec<PathBuf> = KNOWN
+        .iter()
+        .map(|k| base_dir(k.base, home).join(k.path))
+        .filter(|p| std::fs::symlink_metadata(p).is_ok())
+        .collect();
+    let bulky: Vec<PathBuf> = BULKY.iter().map(|b| home.join(b)).collect();
+    let mut read = Vec::new();
+    let mut queue: VecDeque<(PathBuf, usize)> = VecDeque::from([(home.to_path_buf(), 0)]);
+    for base in [Config, Data, Cache] {
+        let dir = base_dir(base, home);
+        if !dir.starts_with(home) {
+            queue.push_back((dir, 1));
+        }
+    }
+    queue.extend(also.iter().filter(|d| d.is_dir()).map(|d| (d.clone(), 1)));
+    let (mut entries, mut cut_short) = (0usize, false);
+    while let Some((dir, depth)) = queue.pop_front() {
+        if entries >= MAX_ENTRIES || started.elapsed() > TIME_BUDGET {
+            cut_short = true;
+            break;
+        }
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        let Ok(fd) = rustix::fs::open(&dir, flags, Mode::empty()) else {
+            continue;
+        };
+        let Ok(st) = rustix::fs::fstat(&fd) else {
+            continue;
+        };
+        read.push((
+            dir.clone(),
+            i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec),
+        ));
+        let mut buffer = Vec::with_capacity(32 << 10);
+        let mut listing = rustix::fs::RawDir::new(&fd, buffer.spare_capacity_mut());
+        while let Some(Ok(entry)) = listing.next() {
+            let name = entry.file_name().to_bytes();
+            if name == b"." || name == b".." {
+                continue;
+            }
+            entries += 1;
+            let path = dir.join(OsStr::from_bytes(name));
+            if looks_secret(name) {
+                found.push(path);
+                continue;
+            }
+            // Below the home directory itself only its dot-directories.
+            let is_dir = match entry.file_type() {
+                FileType::Directory => true,
+                FileType::Unknown => rustix::fs::statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
+                    .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory),
+                _ => false,
+            };
+            let entered = is_dir
+                && depth < MAX_DEPTH
+                && (depth > 0 || name.starts_with(b"."))
+                && !NEVER_ENTERED.iter().any(|n| n.as_bytes() == name)
+                && !bulky.contains(&path);
+            if entered {
+                queue.push_back((path, depth + 1));
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    // A path under one already hidden needs no mount of its own.
+    let mut hidden: Vec<PathBuf> = Vec::with_capacity(found.len());
+    for path in found {
+        if !hidden.last().is_some_and(|h| path.starts_with(h)) {
+            hidden.push(path);
+        }
+    }
+    Discovered {
+        home: home.to_path_buf(),
+        also: also.to_vec(),
+        found: hidden,
+        read,
+        cut_short,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_list_names_at_least_sixty_stores_each_with_its_documentation() {
+        assert!(KNOWN.len() >= 60, "{} stores", KNOWN.len());
+        for store in KNOWN {
+            assert!(store.docs.starts_with("https://"), "{store:?}");
+            assert!(!store.path.starts_with('/') && !store.path.contains(".."), "{store:?}");
+        }
+    }
+
+    #[test]
+    fn the_documented_list_is_the_table() {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/credentials.md")).unwrap();
+        let table = table();
+        assert!(
+            doc.contains(&table),
+            "docs/credentials.md must hold the table of credentials.rs KNOWN; it is:\n{table}"
+        );
+    }
+
+    #[test]
+    fn names_that_hold_secrets_are_known_by_their_look() {
+        for name in [
+            "token",
+            ".vault-token",
+            "access_token",
+            "tokens.json",
+            "hub_token",
+            "credentials",
+            "client_secret.json",
+            "oauth_creds.json",
+            "id_ed25519",
+            "server.pem",
+            "tls.KEY",
+            "vault.kdbx",
+            ".netrc",
+            "auth.json",
+            "my-api-key.txt",
+            ".passwd-s3fs",
+            "Cookies",
+        ] {
+            assert!(looks_secret(name.as_bytes()), "{name}");
+        }
+        for name in [
+            "tokenizer.json",
+            "tokenizer_config.json",
+            "config.yml",
+            "settings.json",
+            "keys.md",
+            "README",
+        ] {
+            assert!(!looks_secret(name.as_bytes()), "{name}");
+        }
+    }
+
+    #[test]
+    fn a_search_finds_stores_by_list_and_by_name_and_is_kept_until_something_moves() {
+        let home = tempfile::tempdir().unwrap();
+        let home = home.path();
+        let write = |rel: &str| {
+            let path = home.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "secret").unwrap();
+        };
+        write(".ssh/id_ed25519");
+        write(".config/doctl/config.yaml");
+        write(".toolx/session/oauth_token");
+        write(".cache/huggingface/token");
+        write(".cache/huggingface/hub/models--x/tokenizer.json");
+        write(".rustup/toolchains/x/secret.pem");
+        write("projects/secret.txt");
+        write(".config/app/settings.json");
+        let mut discovered = Discovered::default();
+        let rel = |found: &[PathBuf]| -> Vec<String> {
+            found
+                .iter()
+                .map(|p| p.strip_prefix(home).unwrap().display().to_string())
+                .collect()
+        };
+        let found = rel(discovered.refresh(home, &[]));
+        assert_eq!(
+            found,
+            [
+                ".cache/huggingface/token",
+                ".config/doctl",
+                ".ssh",
+                ".toolx/session/oauth_token"
+            ],
+            "by list and by name; not inside bulky trees, not outside dot-directories"
+        );
+        let reads = discovered.read.len();
+        assert_eq!(rel(discovered.refresh(home, &[])), found, "unmoved: the same answer");
+        assert_eq!(discovered.read.len(), reads);
+        write(".newtool/credentials.json");
+        assert!(
+            rel(discovered.refresh(home, &[])).contains(&".newtool/credentials.json".to_string()),
+            "a new store is found by the next start"
+        );
+    }
+}

@@ -927,8 +927,10 @@ fn a_command_inherits_nothing_but_its_stdio() {
         "toolsets:\n  hostile:\n    path: {}/hostile.wasm\n    grant: [process, parallel]\n",
         support::COMPONENTS
     );
-    // bash's own descriptors, listed by another process (ls opens its own).
-    let list = "ls /proc/$$/fd | tr '\\n' ' '";
+    // bash's own descriptors, listed by another process (ls opens its own);
+    // no pipe, whose ends bash would hold while it starts the pipeline, and
+    // a second command, so that bash does not become ls.
+    let list = "ls /proc/$$/fd; true";
     for (config, tool, args) in [
         (
             "agents:\n  a:\n    tools:\n      shell:\n".to_string(),
@@ -964,8 +966,7 @@ fn a_command_inherits_nothing_but_its_stdio() {
         let stdout = String::from_utf8_lossy(&out.stdout);
         let result: serde_json::Value = serde_json::from_str(stdout.lines().next().unwrap()).unwrap();
         let text = result["text"].as_str().unwrap();
-        assert!(text.starts_with("0 1 2 "), "{config}: {text}");
-        let listed: Vec<&str> = text.split(['[', '\n']).next().unwrap().split_whitespace().collect();
+        let listed: Vec<&str> = text.split('[').next().unwrap().split_whitespace().collect();
         assert_eq!(listed, ["0", "1", "2"], "{config}: {text}");
     }
 }
@@ -1208,7 +1209,8 @@ fn every_repository_below_the_root_is_read_only_inside() {
     git(&["init", "-q", "--bare", "vendor/lib.git"], p.root());
     p.write("wt/.git", "gitdir: ../sub/.git\n");
     let before = |p: &Project| {
-        ["sub/.git/config", "vendor/lib.git/config", "wt/.git"].map(|f| std::fs::read(p.path(f)).unwrap())
+        ["sub/.git/config", "vendor/lib.git/config", "wt/.git"]
+            .map(|f| std::fs::read(p.path(f)).unwrap_or_else(|e| panic!("{f}: {e}")))
     };
     let was = before(&p);
     let plant = "echo '[core] fsmonitor = touch PWNED' >> sub/.git/config; mkdir -p sub/.git/hooks; echo x > sub/.git/hooks/pre-commit; echo x >> vendor/lib.git/config; echo 'gitdir: /tmp/x' > wt/.git; mv sub/.git sub/.git-old; echo done";
@@ -1223,4 +1225,72 @@ fn every_repository_below_the_root_is_read_only_inside() {
     let r = host.call("shell", json!({"command": "echo x >> later/.git/config; echo done"}));
     assert!(r.text.contains("done"), "{}", r.text);
     assert_eq!(std::fs::read(p.path("later/.git/config")).unwrap(), config);
+}
+
+/// An iota line's child checks its `--root` once and then holds that
+/// directory: the parent's sandbox renaming `sub` away and putting a link to
+/// `.git` (or anywhere) at its path while the child runs moves none of the
+/// child's commands or writes there. They land in the directory the child
+/// opened, now `sub.old`.
+#[test]
+fn an_iota_childs_root_swapped_for_a_link_after_its_check_moves_nothing() {
+    let Some(p) = sandboxed() else { return };
+    let p = p.config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n");
+    std::fs::create_dir_all(p.path(".git/hooks")).unwrap();
+    p.write(".git/config", "[core]\n");
+    std::fs::create_dir_all(p.path("sub")).unwrap();
+    let git_before = std::fs::read_dir(p.path(".git/hooks")).unwrap().count();
+    let bin = support::BIN;
+    let slow = json!({"command": "sleep 2"}).to_string();
+    let plant =
+        json!({"command": "mkdir -p hooks && echo planted > hooks/pre-commit && echo planted >> config; echo ran"})
+            .to_string();
+    let child = format!("{bin} --root sub call shell '{slow}' shell '{plant}'");
+    let rs = p.calls(&[
+        ("shell", json!({"command": child, "background": true})),
+        (
+            "shell",
+            json!({"command": "sleep 1; mv sub sub.old && ln -s .git sub && echo swapped"}),
+        ),
+        ("shell", json!({"command": "sleep 5; echo waited"})),
+    ]);
+    assert!(rs[1].text.contains("swapped"), "{}", rs[1].text);
+    assert_eq!(
+        std::fs::read_dir(p.path(".git/hooks")).unwrap().count(),
+        git_before,
+        "no hook planted"
+    );
+    assert_eq!(p.read(".git/config"), b"[core]\n");
+    assert_eq!(
+        std::fs::read(p.path("sub.old/hooks/pre-commit")).unwrap_or_default(),
+        b"planted\n",
+        "the child worked in the directory it opened"
+    );
+}
+
+/// A session that ends leaves the placeholders a sandbox of another session
+/// still stands on: removing one would detach its read-only mount there, and
+/// that sandbox could create `.git` with a `core.fsmonitor`. The last
+/// session on the project removes them.
+#[test]
+fn a_session_ending_keeps_the_placeholders_other_sessions_stand_on() {
+    let Some(p) = sandboxed() else { return };
+    assert!(!p.path(".git").exists());
+    let first = support::LibraryHost::new(&p);
+    let second = support::LibraryHost::new(&p);
+    let r = first.call("shell", json!({"command": "true"}));
+    assert!(!r.is_error, "{}", r.text);
+    assert!(p.path(".git").is_dir(), "a placeholder stands at the root");
+    let plant = "for i in $(seq 1 60); do if mkdir -p .git/x 2>/dev/null && echo '[core] fsmonitor = touch PWNED' > .git/config; then echo planted; break; fi; sleep 0.1; done; echo tried";
+    let r = second.call("shell", json!({"command": plant, "background": true}));
+    assert!(r.text.contains("background job"), "{}", r.text);
+    drop(first);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(
+        !p.path(".git/config").exists(),
+        "nothing planted while the other session runs"
+    );
+    assert!(p.path(".git").is_dir());
+    drop(second);
+    assert!(!p.path(".git").exists(), "the last session removes its placeholder");
 }

@@ -561,10 +561,13 @@ fn changes_made_while_calls_run_never_leave_a_stale_or_outside_answer() {
     assert!(warm.warm_tree().hits > 0, "{:?}", warm.warm_tree());
 }
 
+/// A session keeps the directory it opened as its root (`project.rs`):
+/// when the root's parent is renamed away and another directory put at the
+/// same path, nothing above the root being watched, the session's answers
+/// stay those of the directory it opened, now at its new path, never a mix
+/// and never the newcomer's.
 #[test]
-fn a_root_whose_parent_was_renamed_away_is_read_anew() {
-    // Nothing above a root is watched: renaming its parent and putting
-    // another directory at the same path gives the root no event.
+fn a_root_whose_parent_was_renamed_away_stays_the_directory_opened() {
     let p = project();
     let root = p.outside().join("a/proj");
     std::fs::create_dir_all(root.join("src")).unwrap();
@@ -576,9 +579,10 @@ fn a_root_whose_parent_was_renamed_away_is_read_anew() {
     std::fs::rename(p.outside().join("a"), p.outside().join("a-old")).unwrap();
     std::fs::create_dir_all(root.join("src")).unwrap();
     std::fs::write(root.join("src/new.rs"), "needle new\n").unwrap();
-    let (warm, fresh) = (answers(&warm), answers(&LibraryHost::at(&p, &root)));
-    assert_eq!(warm, fresh, "the warm answers are the new root's");
-    assert!(warm.iter().any(|a| a.contains("new.rs")), "{warm:?}");
+    let moved = p.outside().join("a-old/proj");
+    let (warm, fresh) = (answers(&warm), answers(&LibraryHost::at(&p, &moved)));
+    assert_eq!(warm, fresh, "the warm answers are the opened directory's");
+    assert!(warm.iter().all(|a| !a.contains("new.rs")), "{warm:?}");
 }
 
 #[test]

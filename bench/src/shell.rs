@@ -67,6 +67,7 @@ pub fn run(report: &mut Report) {
     }
     let policy = Policy {
         root: root.clone(),
+        pinned: None,
         private_tmp: private_tmp.path().to_path_buf(),
         cache: None,
         home_only: None,

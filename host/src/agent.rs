@@ -8,6 +8,7 @@ use crate::config::{Agent, Capability, Config, SetValue, Source};
 use crate::description::Tool;
 use crate::embedded;
 use crate::engine::Engine;
+use crate::project::ProjectRoot;
 use crate::registry::Store;
 use crate::shell::ShellToolset;
 use crate::shell::config::ShellConfig;
@@ -23,8 +24,8 @@ pub struct AgentTools {
     sets: Vec<Arc<dyn Toolset>>,
     index: HashMap<String, usize>,
     audit: Option<Arc<crate::audit::AuditLog>>,
-    /// The project root (the approval gate's protected paths live under it).
-    root: std::path::PathBuf,
+    /// The project root, pinned (the approval gate's protected paths live under it).
+    root: Arc<ProjectRoot>,
 }
 
 /// Grants every third-party toolset has without asking: read the root, keep
@@ -45,7 +46,7 @@ impl AgentTools {
         engine: &Engine,
         config: &Config,
         agent: &Agent,
-        root: &Path,
+        root: &Arc<ProjectRoot>,
         ui: &Arc<dyn Ui>,
     ) -> Result<(AgentTools, Vec<String>)> {
         let mut warnings = Vec::new();
@@ -79,14 +80,19 @@ impl AgentTools {
                 sets,
                 index,
                 audit: None,
-                root: root.to_path_buf(),
+                root: root.clone(),
             },
             warnings,
         ))
     }
 
-    /// The project root.
+    /// The project root's path.
     pub fn root(&self) -> &Path {
+        self.root.path()
+    }
+
+    /// The project root, pinned.
+    pub fn project(&self) -> &Arc<ProjectRoot> {
         &self.root
     }
 
@@ -164,9 +170,10 @@ fn load_set(
     agent: &Agent,
     name: &str,
     value: &serde_json::Value,
-    root: &Path,
+    project: &Arc<ProjectRoot>,
     ui: &Arc<dyn Ui>,
 ) -> Result<Result<Arc<dyn Toolset>, String>> {
+    let root = project.path();
     type Loaded = (
         std::borrow::Cow<'static, [u8]>,
         BTreeSet<Capability>,
@@ -202,7 +209,7 @@ fn load_set(
                     None => Ok(config),
                 },
             )
-            .map(|config| Arc::new(ShellToolset::new(config, root)) as Arc<dyn Toolset>));
+            .map(|config| Arc::new(ShellToolset::pinned(config, project)) as Arc<dyn Toolset>));
     } else if let Some(builtin) = builtin_set(name).and_then(embedded::builtin) {
         (
             builtin.wasm.into(),
@@ -215,13 +222,13 @@ fn load_set(
     };
     let process = grants
         .contains(&Capability::Process)
-        .then(|| process_runner(agent, root));
+        .then(|| process_runner(agent, project));
     let options = LoadOptions {
         name: name.to_string(),
         wasm,
         granted: grants,
         limits,
-        root: root.to_path_buf(),
+        root: project.clone(),
         config: value.clone(),
         read_dirs,
         process,
@@ -235,9 +242,9 @@ fn load_set(
 
 /// The shell runner behind a granted `process` capability: the agent's own
 /// `shell:` settings when it has a valid set, the defaults otherwise.
-fn process_runner(agent: &Agent, root: &Path) -> Arc<ShellToolset> {
+fn process_runner(agent: &Agent, project: &Arc<ProjectRoot>) -> Arc<ShellToolset> {
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let cwd = std::env::current_dir().unwrap_or_else(|_| root.to_path_buf());
+    let cwd = std::env::current_dir().unwrap_or_else(|_| project.path().to_path_buf());
     let config = agent
         .sets()
         .into_iter()
@@ -248,5 +255,5 @@ fn process_runner(agent: &Agent, root: &Path) -> Arc<ShellToolset> {
             _ => None,
         })
         .unwrap_or_default();
-    Arc::new(ShellToolset::new(config, root))
+    Arc::new(ShellToolset::pinned(config, project))
 }

@@ -32,6 +32,7 @@ use crate::caps::ui::Ui;
 use crate::config::Config;
 use crate::description::Tool;
 use crate::engine::Engine;
+use crate::project::ProjectRoot;
 use crate::round::{Call, Outcome};
 use crate::session::Session;
 use crate::toolset::{ApprovalRule, Presentation, Toolset};
@@ -60,6 +61,8 @@ pub struct HostBuilder {
     config: ConfigSource,
     agent: Option<String>,
     root: Option<PathBuf>,
+    /// The root already opened ([`HostBuilder::pinned_root`]).
+    pinned: Option<Arc<ProjectRoot>>,
     ui: Option<Arc<dyn Ui>>,
     audit: Option<PathBuf>,
     state_dir: Option<Option<PathBuf>>,
@@ -76,6 +79,14 @@ impl HostBuilder {
     /// Uses this config text (YAML).
     pub fn config_yaml(mut self, yaml: impl Into<String>) -> Self {
         self.config = ConfigSource::Yaml(yaml.into());
+        self
+    }
+
+    /// Uses a project root opened (and checked) already, instead of opening
+    /// `root` when the host is built.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn pinned_root(mut self, root: Arc<ProjectRoot>) -> Self {
+        self.pinned = Some(root);
         self
     }
 
@@ -138,7 +149,17 @@ impl HostBuilder {
                 None => Engine::new()?,
             },
         };
-        let root = project_root(self.root.as_deref())?;
+        let project = match self.pinned {
+            Some(project) => project,
+            None => {
+                let root = project_root(self.root.as_deref())?;
+                Arc::new(
+                    ProjectRoot::open(&root)
+                        .with_context(|| format!("cannot open the project root {}", root.display()))?,
+                )
+            }
+        };
+        let root = project.path().to_path_buf();
         let config = match self.config {
             ConfigSource::Discover(path) => Config::discover(path.as_deref())?,
             ConfigSource::Yaml(text) => Config::parse(&text, "(given)", &root)?,
@@ -146,7 +167,7 @@ impl HostBuilder {
         };
         let agent = config.agent(self.agent.as_deref())?;
         let ui = self.ui.unwrap_or_else(|| Arc::new(crate::caps::ui::NoUi));
-        let (mut tools, warnings) = AgentTools::load(&engine, &config, agent, &root, &ui)?;
+        let (mut tools, warnings) = AgentTools::load(&engine, &config, agent, &project, &ui)?;
         if let Some(path) = self.audit.as_ref().or(config.audit.as_ref()) {
             let log = crate::audit::AuditLog::open(path, &agent.name, &root)
                 .with_context(|| format!("cannot open the audit log {}", path.display()))?;
@@ -246,6 +267,7 @@ impl Host {
             config: ConfigSource::Discover(None),
             agent: None,
             root: None,
+            pinned: None,
             ui: None,
             audit: None,
             state_dir: None,

@@ -245,7 +245,9 @@ mod tests {
         std::os::unix::fs::symlink(".git/config", root.join("a.txt")).unwrap();
         std::os::unix::fs::symlink("b.txt", root.join("c.txt")).unwrap();
         let shown = |path: &str| {
-            let held = crate::caps::writes::HeldWrite::resolve(&root, path).unwrap();
+            let held =
+                crate::caps::writes::HeldWrite::resolve(&crate::project::ProjectRoot::open(&root).unwrap(), path)
+                    .unwrap();
             annotate(&format!("write_file {path}"), path, held.lands(), held.protected())
         };
         assert_eq!(

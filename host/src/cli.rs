@@ -235,12 +235,20 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
 
     let config = Config::discover_from(cli.config.as_deref(), model_root.is_none()).map_err(UsageError)?;
     let root = crate::api::project_root(cli.root.as_deref()).map_err(UsageError)?;
+    // The root is opened once, here, and used through that handle from then
+    // on; an iota line's root is checked on the handle, where it is now, so
+    // no link swapped in for its path afterwards changes what it is.
+    let project = crate::project::ProjectRoot::open(&root)
+        .map(Arc::new)
+        .map_err(|e| UsageError(anyhow::anyhow!("cannot open the project root {}: {e}", root.display())))?;
     let inside_protected = |root: &Path, model_root: &Path| {
         root.strip_prefix(model_root)
             .is_ok_and(|inside| crate::protected::by_name(&inside.iter().collect::<Vec<_>>()))
     };
     if let Some(model_root) = &model_root
-        && !std::fs::canonicalize(&root).is_ok_and(|r| r.starts_with(model_root) && !inside_protected(&r, model_root))
+        && !project
+            .current_path()
+            .is_some_and(|r| r == root && r.starts_with(model_root) && !inside_protected(&r, model_root))
     {
         return Err(UsageError(anyhow::anyhow!(
             "the project root {} is outside {} or inside its .git, .iota or HEAD: a command line a model wrote (the shell tool's iota exception) stays in its session's project, out of what git and iota-host trust",
@@ -256,7 +264,11 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     } else {
         choose_ui(&cli).map_err(UsageError)?
     };
-    let mut builder = Host::builder().config(config).root(&root).ui(ui).engine(engine.clone());
+    let mut builder = Host::builder()
+        .config(config)
+        .pinned_root(project)
+        .ui(ui)
+        .engine(engine.clone());
     if let Some(agent) = &cli.agent {
         builder = builder.agent(agent);
     }

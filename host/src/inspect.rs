@@ -37,7 +37,12 @@ pub fn inspect(engine: &Engine, path: &Path, config: Option<&Config>) -> Result<
     // Describe it with everything it asks for linked but nothing real behind
     // it: no preopens, nobody to ask, an empty session.
     let tools = if forbidden.is_empty() && package.is_some() {
-        let root = std::env::temp_dir();
+        // The describe call has no filesystem; the root only names one.
+        let temp = std::env::temp_dir();
+        let root = std::sync::Arc::new(
+            crate::project::ProjectRoot::open(&std::fs::canonicalize(&temp).unwrap_or(temp))
+                .map_err(|e| anyhow::anyhow!("cannot open the temporary directory: {e}"))?,
+        );
         // A UI that could answer (so a set like ask lists its tools) but declines everything.
         let ui: std::sync::Arc<dyn crate::caps::ui::Ui> =
             std::sync::Arc::new(crate::caps::ui::ScriptedUi::parse("[]")?);

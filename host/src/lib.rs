@@ -39,6 +39,7 @@ mod inspect;
 mod mcp;
 #[cfg(feature = "cli")]
 mod present;
+mod project;
 mod protected;
 mod provenance;
 mod registry;

@@ -111,7 +111,9 @@ impl RepositoryIndex {
         let changed: Vec<PathBuf> = self
             .dirs
             .iter()
-            .filter(|(dir, listed)| listed.racy || stamp_of(dir).is_none_or(|now| now != listed.stamp))
+            .filter(|(dir, listed)| {
+                listed.racy || stamp_of(dir, **dir == self.root).is_none_or(|now| now != listed.stamp)
+            })
             .map(|(dir, _)| dir.clone())
             .collect();
         for dir in changed {
@@ -158,9 +160,15 @@ impl RepositoryIndex {
     }
 }
 
-/// A directory's device, inode and modification time, not followed.
-fn stamp_of(dir: &Path) -> Option<(u64, u64, i128)> {
-    let st = statat(rustix::fs::CWD, dir, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+/// A directory's device, inode and modification time, not followed (but
+/// for the root, which may be reached through `/proc/self/fd`).
+fn stamp_of(dir: &Path, is_root: bool) -> Option<(u64, u64, i128)> {
+    let follow = if is_root {
+        AtFlags::empty()
+    } else {
+        AtFlags::SYMLINK_NOFOLLOW
+    };
+    let st = statat(rustix::fs::CWD, dir, follow).ok()?;
     (FileType::from_raw_mode(st.st_mode) == FileType::Directory).then(|| {
         let mtime = i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec);
         (st.st_dev, st.st_ino, mtime)
@@ -171,7 +179,9 @@ fn stamp_of(dir: &Path) -> Option<(u64, u64, i128)> {
 /// walk, and the repositories' own directories and `.git` files in it.
 fn list(dir: &Path, root: &Path) -> Option<Listed> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
-    let fd = rustix::fs::open(dir, flags, Mode::empty()).ok()?;
+    // The root may be the pinned one, reached through `/proc/self/fd`.
+    let opened = if dir == root { flags - OFlags::NOFOLLOW } else { flags };
+    let fd = rustix::fs::open(dir, opened, Mode::empty()).ok()?;
     let st = rustix::fs::fstat(&fd).ok()?;
     let mtime = i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec);
     let listed_at = SystemTime::now();

@@ -69,7 +69,7 @@ impl AgentTools {
         // preview reads it, the question names it, the write goes through it,
         // so no link changed in between moves the write (caps/writes.rs).
         let write = match serde_json::from_str(&call.args) {
-            Ok(args) if !spec.read_only && set.writes_files() => CallWrite::resolve(self.root(), &args),
+            Ok(args) if !spec.read_only && set.writes_files() => CallWrite::resolve(self.project(), &args),
             _ => CallWrite::Nothing,
         };
         let decision = approval::gate(set, spec, session, ui, &call.args, &header, &write, self.root());

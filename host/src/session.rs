@@ -17,7 +17,8 @@ pub struct Session {
     approved: Mutex<HashSet<(String, String)>>,
     jobs: Arc<Jobs>,
     private_tmp: OnceLock<PathBuf>,
-    placeholders: Mutex<Vec<PathBuf>>,
+    /// The hold on the project's placeholders, once a sandbox bound them.
+    placeholders: Mutex<Option<crate::shell::placeholders::Placeholders>>,
     /// Bytes the session's command logs may still take on the host.
     log_budget: OnceLock<Arc<AtomicU64>>,
     /// The repositories below the root, kept up to date between sandbox starts.
@@ -81,10 +82,8 @@ impl Default for Session {
 impl Drop for Session {
     fn drop(&mut self) {
         self.jobs.kill_all();
-        // Only if still empty: a repository made there meanwhile is the user's.
-        for placeholder in self.placeholders.lock().unwrap().drain(..) {
-            let _ = std::fs::remove_dir(placeholder);
-        }
+        // After the jobs: the last session on the project removes them.
+        drop(self.placeholders.lock().unwrap_or_else(|e| e.into_inner()).take());
         if let Some(dir) = self.private_tmp.get() {
             let _ = std::fs::remove_dir_all(dir.parent().unwrap_or(dir));
         }
@@ -158,26 +157,16 @@ impl Session {
         Ok(self.private_tmp.get_or_init(|| dir).clone())
     }
 
-    /// `paths` made to exist for the sandbox to bind read-only: one missing
-    /// gets an empty directory for the session (removed at its end if still
-    /// empty), so a sandboxed command cannot create it (`git init` at a root
-    /// without a repository, then a hook in it). Returns those that exist.
-    pub fn protect(&self, paths: &[PathBuf]) -> Vec<PathBuf> {
-        let mut placeholders = self.placeholders.lock().unwrap();
-        paths
-            .iter()
-            .filter(|path| {
-                if std::fs::symlink_metadata(path).is_ok() {
-                    return true;
-                }
-                let made = std::fs::create_dir(path).is_ok();
-                if made {
-                    placeholders.push(path.to_path_buf());
-                }
-                made
-            })
-            .cloned()
-            .collect()
+    /// `names` at `project`'s root made to exist for the sandbox to bind
+    /// read-only: a missing one gets an empty directory, removed when the
+    /// last session on the project ends if still empty
+    /// (`shell/placeholders.rs`), so a sandboxed command cannot create it
+    /// (`git init` at a root without a repository, then a hook in it).
+    /// Returns those that exist.
+    pub fn protect(&self, project: &Arc<crate::project::ProjectRoot>, names: &[&'static str]) -> Vec<&'static str> {
+        let mut held = self.placeholders.lock().unwrap_or_else(|e| e.into_inner());
+        held.get_or_insert_with(|| crate::shell::placeholders::Placeholders::hold(project))
+            .ensure(names)
     }
 
     /// What the session's command logs may still take on the host,

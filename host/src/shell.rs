@@ -13,12 +13,14 @@ pub mod environment;
 pub mod iota;
 pub mod jobs;
 pub mod output;
+pub mod placeholders;
 pub mod processes;
 pub mod run;
 pub mod sandbox;
 pub mod seccomp;
 
 use crate::caps::ui::Ui;
+use crate::project::ProjectRoot;
 use crate::session::Session;
 use crate::toolset::{ApprovalRule, Presentation, ToolResult, ToolSpec, Toolset};
 use config::{SandboxMode, ShellConfig};
@@ -118,6 +120,9 @@ pub struct ShellToolset {
     root: PathBuf,
     /// `root` with its links resolved, for telling whether a directory is in it.
     canonical_root: PathBuf,
+    /// The root, pinned: what the sandbox binds and walks, whatever the
+    /// root's path has become (`project.rs`).
+    project: Arc<ProjectRoot>,
     interpreter: Interpreter,
     running_binary: Option<PathBuf>,
     /// Why sandboxed commands cannot run with this root and config
@@ -135,19 +140,29 @@ pub struct ShellToolset {
 }
 
 impl ShellToolset {
-    /// The set for `config` at `root`; the sandbox is detected here, once,
-    /// never from a directory sandboxed commands may write.
+    /// The set for `config` at `root`, which it opens and holds (see
+    /// [`ShellToolset::pinned`]); panics where `root` cannot be opened.
     pub fn new(config: ShellConfig, root: &Path) -> ShellToolset {
+        let project = ProjectRoot::open(root).unwrap_or_else(|e| panic!("cannot open {}: {e}", root.display()));
+        ShellToolset::pinned(config, &Arc::new(project))
+    }
+
+    /// The set for `config` at the pinned root `project`; the sandbox is
+    /// detected here, once, never from a directory sandboxed commands may
+    /// write.
+    pub fn pinned(config: ShellConfig, project: &Arc<ProjectRoot>) -> ShellToolset {
+        let root = project.path();
         let sandbox = if config.sandbox == SandboxMode::Off {
             Sandbox::Unavailable
         } else {
             Sandbox::detect(&sandbox::writable_dirs(&config, root))
         };
-        ShellToolset::with_sandbox(config, root, sandbox)
+        ShellToolset::with_sandbox(config, project, sandbox)
     }
 
     /// The same with an explicit sandbox (tests, embedders that decided already).
-    pub fn with_sandbox(config: ShellConfig, root: &Path, sandbox: Sandbox) -> ShellToolset {
+    pub fn with_sandbox(config: ShellConfig, project: &Arc<ProjectRoot>, sandbox: Sandbox) -> ShellToolset {
+        let root = project.path();
         let interpreter = Interpreter::from_env().resolved(&sandbox::writable_dirs(&config, root));
         let sandboxed = config.sandbox == SandboxMode::Auto && sandbox.is_available();
         let spec = ToolSpec {
@@ -175,6 +190,7 @@ impl ShellToolset {
             sandbox,
             root: root.to_path_buf(),
             canonical_root: std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf()),
+            project: project.clone(),
             interpreter,
             running_binary,
             spec: crate::description::check(NAME, vec![spec]).expect("the shell's own description is within bounds"),
@@ -346,8 +362,10 @@ impl ShellToolset {
             return Err(std::io::Error::other(why.clone()));
         }
         let home = home_dir();
-        let policy = Policy {
+        let handle = self.project.handle();
+        let mut policy = Policy {
             root: self.root.clone(),
+            pinned: None,
             private_tmp: session.private_tmp()?,
             cache: self.cache_mount(),
             home_only: match (&self.config.home, &home) {
@@ -357,13 +375,16 @@ impl ShellToolset {
             extra_writable: self.config.write.clone(),
             visible: vec![jobs_dir()],
             network: self.config.network,
-            protected: session.protect(
-                &crate::protected::PROTECTED_AT_ROOT
-                    .iter()
-                    .map(|name| self.root.join(name))
-                    .collect::<Vec<_>>(),
-            ),
-            repositories: session.repositories(&self.canonical_root),
+            protected: session
+                .protect(&self.project, crate::protected::PROTECTED_AT_ROOT)
+                .into_iter()
+                .map(|name| self.root.join(name))
+                .collect(),
+            repositories: session
+                .repositories(&handle)
+                .into_iter()
+                .filter_map(|found| found.strip_prefix(&handle).ok().map(|rel| self.root.join(rel)))
+                .collect(),
             hidden: self.hidden_paths(home.as_deref()),
         };
         let env = Some(self.config.env.sandboxed(std::env::vars_os()));
@@ -371,12 +392,14 @@ impl ShellToolset {
             Sandbox::Bubblewrap(bwrap) => {
                 let filters = seccomp::filter_fds(self.config.network)?;
                 let fds: Vec<i32> = filters.iter().map(std::os::fd::AsRawFd::as_raw_fd).collect();
+                let mut inherit = filters;
+                policy.pinned = Some(self.pin(&policy, &mut inherit)?);
                 let mut full = vec![bwrap.clone().into_os_string()];
                 full.extend(sandbox::bwrap_args(&policy, cwd, &fds, &argv));
                 let launch = Launch {
                     argv: full,
                     env,
-                    inherit: filters,
+                    inherit,
                     processes: Some(processes::Bound::new(self.config.max_processes)),
                     ..Launch::default()
                 };
@@ -592,6 +615,38 @@ impl ShellToolset {
             }
         }
         hidden
+    }
+
+    /// The descriptors bubblewrap binds for `policy` (added to `inherit`):
+    /// the pinned root, and each read-only path in it opened through the
+    /// root without following a link (one that is gone, or is a link now,
+    /// is left out: nothing of the root is there to keep).
+    fn pin(&self, policy: &Policy, inherit: &mut Vec<std::os::fd::OwnedFd>) -> std::io::Result<sandbox::Pinned> {
+        use std::os::fd::AsRawFd;
+        let root = self.project.duplicate()?;
+        let pinned_root = root.as_raw_fd();
+        inherit.push(root);
+        let mut read_only = Vec::new();
+        for path in policy.protected.iter().chain(&policy.repositories) {
+            let Ok(rel) = path.strip_prefix(&self.root) else {
+                continue;
+            };
+            let flags = rustix::fs::OFlags::PATH | rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::CLOEXEC;
+            let Ok(fd) = rustix::fs::openat(self.project.fd(), rel, flags, rustix::fs::Mode::empty()) else {
+                continue;
+            };
+            let is_link = rustix::fs::fstat(&fd)
+                .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink);
+            if is_link {
+                continue;
+            }
+            read_only.push((fd.as_raw_fd(), path.clone()));
+            inherit.push(fd);
+        }
+        Ok(sandbox::Pinned {
+            root: pinned_root,
+            read_only,
+        })
     }
 
     /// How sandboxed commands write the cache directory (created if

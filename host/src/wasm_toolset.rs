@@ -14,6 +14,7 @@ use crate::config::{Capability, Limits};
 use crate::describe_cache;
 use crate::description::{self, Tool};
 use crate::engine::Engine;
+use crate::project::ProjectRoot;
 use crate::session::{Session, StateFull};
 use crate::shell::ShellToolset;
 use crate::toolset::{Decided, ToolResult, Toolset};
@@ -50,7 +51,7 @@ pub struct WasmToolset {
     wasm: Mutex<Option<Cow<'static, [u8]>>>,
     digest: String,
     engine: Engine,
-    root: PathBuf,
+    root: Arc<ProjectRoot>,
     granted: BTreeSet<Capability>,
     requested: BTreeSet<Capability>,
     limits: Limits,
@@ -70,8 +71,8 @@ pub struct LoadOptions {
     pub granted: BTreeSet<Capability>,
     /// Its calls' limits.
     pub limits: Limits,
-    /// The project root (preopened at its own path).
-    pub root: PathBuf,
+    /// The project root, pinned (preopened at its own path).
+    pub root: Arc<ProjectRoot>,
     /// Its configuration value, as JSON.
     pub config: serde_json::Value,
     /// Directories beyond the root it may read (preopened read-only).
@@ -198,7 +199,7 @@ impl WasmToolset {
     fn context(&self) -> Context {
         Context {
             config: self.config.clone(),
-            root: self.root.to_string_lossy().into_owned(),
+            root: self.root.path().to_string_lossy().into_owned(),
             read_dirs: self
                 .read_dirs
                 .iter()

@@ -13,6 +13,7 @@ use super::CallState;
 use super::bindings::iota::toolset::files::{
     Content, Entry, EntryStat, FileHead, HeadError, Host, Kind, PackedListing,
 };
+use crate::project::ProjectRoot;
 use anyhow::{Context as _, Result};
 use cap_primitives::fs::{FollowSymlinks, OpenOptions, OpenOptionsExt};
 use iota_toolset::files::{
@@ -169,23 +170,25 @@ impl Needles {
     }
 }
 
-/// Adds the preopens for `access` to `builder`: the root, and `read_dirs`
-/// read-only at their absolute paths. Returns the same directories for
-/// `files` (none without access).
+/// Adds the preopens for `access` to `builder`: the root (the pinned
+/// directory itself, reached through its handle, at `.` and at the path it
+/// is shown at), and `read_dirs` read-only at their absolute paths. Returns
+/// the same directories for `files` (none without access).
 pub fn preopen(
     builder: &mut WasiCtxBuilder,
-    root: &Path,
+    project: &ProjectRoot,
     read_dirs: &[std::path::PathBuf],
     access: FsAccess,
 ) -> Result<Files> {
+    let (root, handle) = (project.path(), project.handle());
     if access == FsAccess::None {
         return Ok(Files::default());
     }
     let perms = FsPerms::ReadOnly;
     let absolute = root.to_str().context("the project root is not valid UTF-8")?;
     builder
-        .preopened_dir(root, ".", perms)
-        .and_then(|b| b.preopened_dir(root, absolute, perms))
+        .preopened_dir(&handle, ".", perms)
+        .and_then(|b| b.preopened_dir(&handle, absolute, perms))
         .map_err(anyhow::Error::from)
         .with_context(|| format!("cannot open the project root {}", root.display()))?;
     for dir in read_dirs {
@@ -195,10 +198,10 @@ pub fn preopen(
             .map_err(anyhow::Error::from)
             .with_context(|| format!("cannot open {}", dir.display()))?;
     }
-    let roots = std::iter::once(root)
-        .chain(read_dirs.iter().map(PathBuf::as_path))
-        .map(|at| {
-            let dir = cap_primitives::fs::open_ambient_dir(at, cap_primitives::ambient_authority())
+    let roots = std::iter::once((root, handle.as_path()))
+        .chain(read_dirs.iter().map(|d| (d.as_path(), d.as_path())))
+        .map(|(at, reached)| {
+            let dir = cap_primitives::fs::open_ambient_dir(reached, cap_primitives::ambient_authority())
                 .with_context(|| format!("cannot open {}", at.display()))?;
             Ok(FilesRoot::new(at, dir))
         })

@@ -26,6 +26,7 @@
 
 use super::CallState;
 use super::bindings::iota::toolset::writes::{Current, Host, Refusal, Version};
+use crate::project::ProjectRoot;
 use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 use std::ffi::{OsStr, OsString};
@@ -86,6 +87,8 @@ pub struct HeldWrite {
     /// Whether a write there changes what runs outside the sandbox
     /// ([`crate::protected`]).
     protected: bool,
+    /// The root's device and inode: where a look up from `dir` stops.
+    root_id: (u64, u64),
 }
 
 impl HeldWrite {
@@ -94,8 +97,10 @@ impl HeldWrite {
     /// is outside), then component by component from the opened root, each
     /// directory opened without following a link; a symlink met on the way is
     /// read and its target walked from the directory it is in, `..` there
-    /// taken from that directory. `root` is the project's absolute path.
-    pub fn resolve(root: &Path, given: &str) -> Result<HeldWrite, Unresolved> {
+    /// taken from that directory. `project` is the pinned root: the walk
+    /// starts at the directory it holds, whatever its path has become.
+    pub fn resolve(project: &ProjectRoot, given: &str) -> Result<HeldWrite, Unresolved> {
+        let root = project.path();
         // No longer path could be opened (`PATH_MAX`), and a walk that
         // creates directories must not make thousands of them.
         if given.len() > super::fs::MAX_PATH_BYTES {
@@ -189,6 +194,9 @@ impl HeldWrite {
             .chain(entered.iter().map(|(dir, _)| dir.as_fd()))
             .any(crate::protected::is_repository_dir);
         let protected = crate::protected::by_name(&components) || in_repository;
+        let root_id = rustix::fs::fstat(&root_dir)
+            .map(|st| (st.st_dev, st.st_ino))
+            .map_err(other)?;
         let dir = match entered.pop() {
             Some((dir, _)) => dir,
             None => root_dir,
@@ -200,6 +208,7 @@ impl HeldWrite {
             path: root.join(&lands),
             lands,
             protected,
+            root_id,
         })
     }
 
@@ -273,6 +282,12 @@ impl HeldWrite {
             }
         }
         let dir = created.as_ref().map_or(self.dir.as_fd(), AsFd::as_fd);
+        // Made part of a repository since the call was decided unprotected
+        // (a bare layout's `HEAD` put beside `objects/` and `refs/`): not
+        // what anybody was asked about.
+        if !self.protected && became_repository(dir, self.root_id) {
+            return Err(WriteError::BecameProtected);
+        }
         let mode = match (rustix::fs::statat(dir, &self.name, AtFlags::SYMLINK_NOFOLLOW), expect) {
             (Err(Errno::NOENT), None) => None,
             (Ok(st), Some(expected))
@@ -292,6 +307,7 @@ impl HeldWrite {
         }
         let meta = new.file.metadata()?;
         new.link(dir, &self.name, mode.is_some())?;
+        remove_stale_temporaries(dir, &self.name);
         Ok(version_of(&meta))
     }
 }
@@ -303,6 +319,8 @@ pub enum WriteError {
     Changed,
     /// A directory the write was to create became something else.
     PathChanged,
+    /// The directory it lands in became part of a repository since.
+    BecameProtected,
     /// The system refused.
     Io(std::io::Error),
 }
@@ -326,6 +344,10 @@ impl From<WriteError> for Refusal {
             WriteError::PathChanged => {
                 Refusal::Other("a directory on its path changed after the call was decided".to_string())
             }
+            WriteError::BecameProtected => Refusal::Other(
+                "its directory became part of a git repository after the call was decided; call it again to be asked"
+                    .to_string(),
+            ),
             WriteError::Io(e) => Refusal::Other(iota_toolset::output::plain(&e)),
         }
     }
@@ -414,6 +436,67 @@ impl NewFile {
 fn proc_fds() -> bool {
     static MOUNTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *MOUNTED.get_or_init(|| Path::new("/proc/self/fd").is_dir())
+}
+
+/// Whether `dir` or a directory above it up to the root (`root`: its device
+/// and inode; through `..` from the directory itself, never a path) is a
+/// repository's own directory now.
+fn became_repository(dir: BorrowedFd<'_>, root: (u64, u64)) -> bool {
+    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let Ok(mut at) = rustix::fs::openat(dir, ".", flags, Mode::empty()) else {
+        return false;
+    };
+    for _ in 0..MAX_DEPTH_CHECKED {
+        if crate::protected::is_repository_dir(&at) {
+            return true;
+        }
+        let here = rustix::fs::fstat(&at).map(|st| (st.st_dev, st.st_ino));
+        if here.is_err() || here == Ok(root) {
+            return false;
+        }
+        let Ok(up) = rustix::fs::openat(&at, "..", flags, Mode::empty()) else {
+            return false;
+        };
+        at = up;
+    }
+    false
+}
+
+/// Directories above a write that [`became_repository`] looks at, at most.
+const MAX_DEPTH_CHECKED: usize = 64;
+
+/// How old a temporary file of ours must be to be taken for one a killed
+/// write left (a write's own exists for microseconds).
+const STALE: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Removes what killed writes of `name` left in `dir`: the `.NAME.iota-*.tmp`
+/// a replacement links in just before its rename, when older than [`STALE`].
+fn remove_stale_temporaries(dir: BorrowedFd<'_>, name: &OsStr) {
+    let mut prefix = b".".to_vec();
+    prefix.extend_from_slice(name.as_bytes());
+    prefix.extend_from_slice(b".iota-");
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let Ok(listed) = rustix::fs::openat(dir, ".", flags, Mode::empty()) else {
+        return;
+    };
+    let mut buffer = Vec::with_capacity(16 << 10);
+    let mut entries = rustix::fs::RawDir::new(&listed, buffer.spare_capacity_mut());
+    let now = std::time::SystemTime::now();
+    while let Some(Ok(entry)) = entries.next() {
+        let found = entry.file_name().to_bytes();
+        if !(found.starts_with(&prefix) && found.ends_with(b".tmp")) {
+            continue;
+        }
+        let old = rustix::fs::statat(dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
+            let modified =
+                std::time::UNIX_EPOCH + std::time::Duration::from_secs(u64::try_from(st.st_mtime).unwrap_or(0));
+            FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+                && now.duration_since(modified).is_ok_and(|age| age > STALE)
+        });
+        if old {
+            let _ = rustix::fs::unlinkat(dir, entry.file_name(), AtFlags::empty());
+        }
+    }
 }
 
 /// Renames `temporary` over `name` in `dir`, removing it if that fails.
@@ -515,11 +598,11 @@ pub enum CallWrite {
 
 impl CallWrite {
     /// The file of a call of a writing tool whose arguments are `args`:
-    /// its `path`, resolved beneath `root`. A call with no `path` string
-    /// may write nothing.
-    pub fn resolve(root: &Path, args: &serde_json::Value) -> CallWrite {
+    /// its `path`, resolved beneath the pinned root. A call with no `path`
+    /// string may write nothing.
+    pub fn resolve(project: &ProjectRoot, args: &serde_json::Value) -> CallWrite {
         match args.get("path").and_then(serde_json::Value::as_str) {
-            Some(path) => match HeldWrite::resolve(root, path) {
+            Some(path) => match HeldWrite::resolve(project, path) {
                 Ok(file) => CallWrite::Held {
                     file: Arc::new(file),
                     decided: false,
@@ -593,7 +676,11 @@ mod tests {
     }
 
     fn lands(root: &Path, path: &str) -> Result<(PathBuf, bool), Unresolved> {
-        HeldWrite::resolve(root, path).map(|held| (held.lands, held.protected))
+        HeldWrite::resolve(&pinned(root), path).map(|held| (held.lands, held.protected))
+    }
+
+    fn pinned(root: &Path) -> ProjectRoot {
+        ProjectRoot::open(root).unwrap()
     }
 
     #[test]
@@ -671,7 +758,7 @@ mod tests {
     fn a_link_flipped_after_the_decision_moves_no_byte() {
         let (_dir, root) = project();
         std::fs::create_dir(root.join("d")).unwrap();
-        let held = HeldWrite::resolve(&root, "d/config").unwrap();
+        let held = HeldWrite::resolve(&pinned(&root), "d/config").unwrap();
         assert!(!held.protected);
         std::fs::rename(root.join("d"), root.join("d-real")).unwrap();
         symlink(".git", root.join("d")).unwrap();
@@ -683,10 +770,10 @@ mod tests {
     #[test]
     fn missing_directories_are_made_and_a_link_planted_among_them_is_refused() {
         let (_dir, root) = project();
-        let held = HeldWrite::resolve(&root, "a/b/c.txt").unwrap();
+        let held = HeldWrite::resolve(&pinned(&root), "a/b/c.txt").unwrap();
         held.replace(b"one", None).unwrap();
         assert_eq!(std::fs::read(root.join("a/b/c.txt")).unwrap(), b"one");
-        let planted = HeldWrite::resolve(&root, "x/y/z.txt").unwrap();
+        let planted = HeldWrite::resolve(&pinned(&root), "x/y/z.txt").unwrap();
         symlink(".git", root.join("x")).unwrap();
         assert!(matches!(planted.replace(b"two", None), Err(WriteError::PathChanged)));
         assert!(!root.join(".git/y").exists());
@@ -699,7 +786,7 @@ mod tests {
         let path = root.join("run.sh");
         std::fs::write(&path, "old").unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let held = HeldWrite::resolve(&root, "run.sh").unwrap();
+        let held = HeldWrite::resolve(&pinned(&root), "run.sh").unwrap();
         let now = held.read(100).unwrap().unwrap();
         assert_eq!(now.data.as_deref(), Some(&b"old"[..]));
         assert!(
@@ -727,10 +814,48 @@ mod tests {
     }
 
     #[test]
+    fn a_directory_made_a_repository_after_the_decision_is_not_written() {
+        let (_dir, root) = project();
+        for d in ["x/objects", "x/refs"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        let held = HeldWrite::resolve(&pinned(&root), "x/config").unwrap();
+        assert!(!held.protected, "no HEAD yet: not a repository");
+        std::fs::write(root.join("x/HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert!(matches!(
+            held.replace(b"[core]", None),
+            Err(WriteError::BecameProtected)
+        ));
+        assert!(!root.join("x/config").exists());
+    }
+
+    #[test]
+    fn what_a_killed_replacement_left_is_removed_by_the_next_write() {
+        let (_dir, root) = project();
+        std::fs::write(root.join("a.txt"), "old").unwrap();
+        let left = root.join(".a.txt.iota-0123456789abcdef.tmp");
+        std::fs::write(&left, "half").unwrap();
+        let young = root.join(".a.txt.iota-fedcba9876543210.tmp");
+        std::fs::write(&young, "in flight").unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+        std::fs::File::options()
+            .write(true)
+            .open(&left)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        let held = HeldWrite::resolve(&pinned(&root), "a.txt").unwrap();
+        let version = held.read(100).unwrap().unwrap().version;
+        held.replace(b"new", Some(version)).unwrap();
+        assert!(!left.exists(), "a stale one is removed");
+        assert!(young.exists(), "one that may be another write's own is kept");
+    }
+
+    #[test]
     fn a_link_put_at_the_name_is_replaced_not_followed() {
         let (_dir, root) = project();
         std::fs::write(root.join("a.txt"), "old").unwrap();
-        let held = HeldWrite::resolve(&root, "a.txt").unwrap();
+        let held = HeldWrite::resolve(&pinned(&root), "a.txt").unwrap();
         let version = held.read(100).unwrap().unwrap().version;
         std::fs::remove_file(root.join("a.txt")).unwrap();
         symlink(".git/config", root.join("a.txt")).unwrap();

@@ -254,8 +254,12 @@ pub fn writable_dirs(config: &super::config::ShellConfig, root: &Path) -> Vec<Pa
 /// What one sandboxed command may do.
 #[derive(Debug, Clone)]
 pub struct Policy {
-    /// The project root (writable; its `.git` read-only).
+    /// The project root (writable; its `.git` read-only), where it is mounted.
     pub root: PathBuf,
+    /// What bubblewrap binds by descriptor instead of by path, when the
+    /// root is pinned: so a directory swapped in for the root's path (or a
+    /// path in it) since the host started is not what it binds.
+    pub pinned: Option<Pinned>,
     /// The session's private directory, mounted as `/tmp` (the run's temp dir).
     pub private_tmp: PathBuf,
     /// The cache directory (`$XDG_CACHE_HOME` or `~/.cache`), and how
@@ -282,6 +286,18 @@ pub struct Policy {
     /// (`credentials.rs`). A directory is hidden under an empty read-only
     /// mount, a file under `/dev/null`.
     pub hidden: Vec<PathBuf>,
+}
+
+/// Descriptors bubblewrap inherits and binds (`--bind-fd`, `--ro-bind-fd`),
+/// closing each once bound: the pinned root, and what stays read-only in it,
+/// each opened through the root.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pinned {
+    /// The root's descriptor.
+    pub root: i32,
+    /// Each read-only path under the root: its descriptor, and where it is
+    /// mounted.
+    pub read_only: Vec<(i32, PathBuf)>,
 }
 
 /// How sandboxed commands write the cache directory. Tools outside the
@@ -432,20 +448,32 @@ pub fn bwrap_args(policy: &Policy, cwd: &Path, seccomp_fds: &[i32], argv: &[OsSt
     };
     // The private /tmp first: later binds may live below /tmp and land on top of it.
     mount("--bind", &policy.private_tmp, Path::new("/tmp"));
-    let writable = std::iter::once(&policy.root).chain(policy.extra_writable.iter());
-    for dir in writable {
-        if dir.as_path() != Path::new("/tmp") && *dir != policy.private_tmp && dir.is_dir() {
+    match &policy.pinned {
+        Some(pinned) => mount("--bind-fd", Path::new(&pinned.root.to_string()), &policy.root),
+        None => mount("--bind", &policy.root, &policy.root),
+    }
+    for dir in &policy.extra_writable {
+        if dir.as_path() != Path::new("/tmp") && *dir != policy.private_tmp && *dir != policy.root && dir.is_dir() {
             mount("--bind", dir, dir);
         }
     }
     for dir in policy.visible.iter().filter(|d| d.is_dir()) {
         mount("--ro-bind", dir, dir);
     }
-    for path in &policy.protected {
-        mount("--ro-bind", path, path);
-    }
-    for path in &policy.repositories {
-        mount("--ro-bind-try", path, path);
+    match &policy.pinned {
+        Some(pinned) => {
+            for (fd, path) in &pinned.read_only {
+                mount("--ro-bind-fd", Path::new(&fd.to_string()), path);
+            }
+        }
+        None => {
+            for path in &policy.protected {
+                mount("--ro-bind", path, path);
+            }
+            for path in &policy.repositories {
+                mount("--ro-bind-try", path, path);
+            }
+        }
     }
     match &policy.cache {
         Some(CacheMount::Overlay { cache, upper, work }) => {
@@ -600,6 +628,7 @@ mod tests {
     fn policy() -> Policy {
         Policy {
             root: "/home/u/project".into(),
+            pinned: None,
             private_tmp: "/tmp/iota-1/tmp".into(),
             cache: Some(CacheMount::Real("/home/u/.cache".into())),
             home_only: None,
@@ -654,5 +683,18 @@ mod tests {
         assert!(joined.contains("--ro-bind-try /home/u/project/sub/.git /home/u/project/sub/.git"));
         assert!(joined.contains("--add-seccomp-fd 7"));
         assert!(joined.ends_with("--chdir /home/u/project -- bash -c true"));
+        let mut pinned = policy();
+        pinned.pinned = Some(Pinned {
+            root: 9,
+            read_only: vec![(10, "/home/u/project/.git".into())],
+        });
+        let joined = bwrap_args(&pinned, Path::new("/home/u/project"), &[], &[])
+            .into_iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(joined.contains("--bind-fd 9 /home/u/project --"), "{joined}");
+        assert!(joined.contains("--ro-bind-fd 10 /home/u/project/.git"), "{joined}");
+        assert!(!joined.contains("--ro-bind /home/u/project/.git"), "{joined}");
     }
 }

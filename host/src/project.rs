@@ -1,0 +1,94 @@
+//! The project root, opened once when the host starts and used through that
+//! handle from then on.
+//!
+//! Why: everything the host grants is "the project", and sandboxed commands
+//! (of this session, another one on an enclosing project, an iota child's
+//! parent) can rename directories inside what they may write and put a link
+//! in their place. A root reopened by its path at every call follows such a
+//! swap: the child of an iota line checked its `--root` once, then its
+//! sandbox bound and its writes resolved whatever the path had become
+//! (`.git`, a directory outside the project). So the root is pinned: an
+//! `O_PATH` descriptor of the directory, reached as `/proc/self/fd/N` by
+//! every open (wasmtime's preopens, the bulk reads, the write capability,
+//! the repository walk) and handed to bubblewrap as an inherited descriptor
+//! to bind. The path is kept for what is shown (messages, the components'
+//! absolute paths, the sandbox's mount point), never to reach the directory.
+
+use rustix::fs::{Mode, OFlags};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::path::{Path, PathBuf};
+
+/// The project root, pinned.
+#[derive(Debug)]
+pub struct ProjectRoot {
+    path: PathBuf,
+    dir: OwnedFd,
+}
+
+impl ProjectRoot {
+    /// Opens `path` (absolute and canonical: no link on it) and holds it.
+    pub fn open(path: &Path) -> std::io::Result<ProjectRoot> {
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let dir = rustix::fs::open(path, flags, Mode::empty())?;
+        Ok(ProjectRoot {
+            path: path.to_path_buf(),
+            dir,
+        })
+    }
+
+    /// The path it had when it was opened: what is shown, and where the
+    /// sandbox mounts it.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A path that reaches the pinned directory itself, whatever its path
+    /// has become: `/proc/self/fd/N`. Where /proc is not mounted, its path.
+    pub fn handle(&self) -> PathBuf {
+        fd_path(self.dir.as_raw_fd()).unwrap_or_else(|| self.path.clone())
+    }
+
+    /// The pinned directory's descriptor (`O_PATH`).
+    pub fn fd(&self) -> BorrowedFd<'_> {
+        self.dir.as_fd()
+    }
+
+    /// A new descriptor of the pinned directory, for a child to inherit
+    /// (close-on-exec cleared by the spawn that hands it over).
+    pub fn duplicate(&self) -> std::io::Result<OwnedFd> {
+        Ok(rustix::io::fcntl_dupfd_cloexec(&self.dir, 3)?)
+    }
+
+    /// Where the pinned directory is now, by the kernel's account.
+    pub fn current_path(&self) -> Option<PathBuf> {
+        std::fs::read_link(fd_path(self.dir.as_raw_fd())?).ok()
+    }
+}
+
+/// `/proc/self/fd/N`, where this process's descriptors are reachable so.
+pub fn fd_path(fd: i32) -> Option<PathBuf> {
+    static MOUNTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    MOUNTED
+        .get_or_init(|| Path::new("/proc/self/fd").is_dir())
+        .then(|| PathBuf::from(format!("/proc/self/fd/{fd}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pinned_root_is_the_directory_it_was_whatever_its_path_becomes() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir(base.join("sub")).unwrap();
+        std::fs::write(base.join("sub/mine"), "here").unwrap();
+        let root = ProjectRoot::open(&base.join("sub")).unwrap();
+        std::fs::rename(base.join("sub"), base.join("moved")).unwrap();
+        std::fs::create_dir(base.join("elsewhere")).unwrap();
+        std::os::unix::fs::symlink("elsewhere", base.join("sub")).unwrap();
+        assert_eq!(std::fs::read(root.handle().join("mine")).unwrap(), b"here");
+        assert_eq!(root.current_path(), Some(base.join("moved")));
+        assert_eq!(root.path(), base.join("sub"));
+    }
+}

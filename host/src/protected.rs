@@ -71,7 +71,8 @@ const RACY: Duration = Duration::from_secs(2);
 /// repository's own). The root's own `.git`, `.iota` and `HEAD` are not in
 /// it: they are [`PROTECTED_AT_ROOT`], bound with placeholders.
 ///
-/// A directory's entries change only when its modification time moves, so a
+/// A directory's entries change only when its change time moves (which no
+/// process can set back, where `touch` sets a modification time), so a
 /// later walk `stat`s each directory it knows and lists again only those
 /// that moved (or were listed too close to a change to tell): a project of
 /// 10,000 directories costs 10,000 `statx` per sandbox start, not a walk.
@@ -86,7 +87,7 @@ pub struct RepositoryIndex {
 /// What the index knows of one directory.
 #[derive(Debug)]
 struct Listed {
-    /// Device, inode and modification time (ns) when it was listed.
+    /// Device, inode and change time (ns) when it was listed.
     stamp: (u64, u64, i128),
     /// Whether that listing cannot be trusted (see [`RACY`]).
     racy: bool,
@@ -160,7 +161,7 @@ impl RepositoryIndex {
     }
 }
 
-/// A directory's device, inode and modification time, not followed (but
+/// A directory's device, inode and change time, not followed (but
 /// for the root, which may be reached through `/proc/self/fd`).
 fn stamp_of(dir: &Path, is_root: bool) -> Option<(u64, u64, i128)> {
     let follow = if is_root {
@@ -170,8 +171,8 @@ fn stamp_of(dir: &Path, is_root: bool) -> Option<(u64, u64, i128)> {
     };
     let st = statat(rustix::fs::CWD, dir, follow).ok()?;
     (FileType::from_raw_mode(st.st_mode) == FileType::Directory).then(|| {
-        let mtime = i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec);
-        (st.st_dev, st.st_ino, mtime)
+        let ctime = i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec);
+        (st.st_dev, st.st_ino, ctime)
     })
 }
 
@@ -179,16 +180,22 @@ fn stamp_of(dir: &Path, is_root: bool) -> Option<(u64, u64, i128)> {
 /// walk, and the repositories' own directories and `.git` files in it.
 fn list(dir: &Path, root: &Path) -> Option<Listed> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let at_root = dir == root;
     // The root may be the pinned one, reached through `/proc/self/fd`.
-    let opened = if dir == root { flags - OFlags::NOFOLLOW } else { flags };
+    let opened = if at_root { flags - OFlags::NOFOLLOW } else { flags };
     let fd = rustix::fs::open(dir, opened, Mode::empty()).ok()?;
     let st = rustix::fs::fstat(&fd).ok()?;
-    let mtime = i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec);
+    let ctime = i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec);
     let listed_at = SystemTime::now();
     let racy = SystemTime::UNIX_EPOCH
-        .checked_add(Duration::from_nanos(u64::try_from(mtime).unwrap_or(0)))
+        .checked_add(Duration::from_nanos(u64::try_from(ctime).unwrap_or(0)))
         .is_none_or(|modified| listed_at.duration_since(modified).is_ok_and(|age| age < RACY) || modified > listed_at);
+    let stamp = (st.st_dev, st.st_ino, ctime);
     let (mut subdirs, mut found) = (Vec::new(), Vec::new());
+    // What of a repository's own layout this directory holds, known from
+    // its own entries (a link to `objects/` or `refs/` is looked at only
+    // where there is a `HEAD`).
+    let (mut head, mut objects, mut refs, mut commondir) = (false, None, None, false);
     let mut buffer = Vec::with_capacity(32 << 10);
     let mut entries = rustix::fs::RawDir::new(&fd, buffer.spare_capacity_mut());
     while let Some(entry) = entries.next() {
@@ -197,15 +204,21 @@ fn list(dir: &Path, root: &Path) -> Option<Listed> {
         if name == b"." || name == b".." {
             continue;
         }
-        let name = OsString::from(OsStr::from_bytes(name));
-        let path = dir.join(&name);
         let kind = match entry.file_type() {
             FileType::Unknown => statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
                 .map(|st| FileType::from_raw_mode(st.st_mode))
                 .unwrap_or(FileType::Unknown),
             known => known,
         };
-        let at_root = dir == root;
+        match name {
+            b"HEAD" => head = true,
+            b"objects" => objects = Some(kind),
+            b"refs" => refs = Some(kind),
+            b"commondir" => commondir = kind == FileType::RegularFile,
+            _ => {}
+        }
+        let name = OsString::from(OsStr::from_bytes(name));
+        let path = dir.join(&name);
         if name == GIT_DIR {
             // The root's is bound with the root's placeholders.
             if !at_root && matches!(kind, FileType::Directory | FileType::RegularFile) {
@@ -213,18 +226,28 @@ fn list(dir: &Path, root: &Path) -> Option<Listed> {
             }
             continue;
         }
-        if kind != FileType::Directory || (at_root && PROTECTED_AT_ROOT.iter().any(|p| name == *p)) {
-            continue;
-        }
-        let opened = rustix::fs::openat(&fd, entry.file_name(), flags, Mode::empty());
-        if opened.as_ref().is_ok_and(is_repository_dir) {
-            found.push(path);
-        } else {
+        if kind == FileType::Directory && !(at_root && PROTECTED_AT_ROOT.iter().any(|p| name == *p)) {
             subdirs.push(path);
         }
     }
+    let is_dir = |kind: Option<FileType>, name: &str| match kind {
+        Some(FileType::Directory) => true,
+        Some(FileType::Symlink) => statat(&fd, name, AtFlags::empty())
+            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory),
+        _ => false,
+    };
+    // A repository's own directory (not the root's: its HEAD is protected
+    // at the root) is kept whole and not walked into.
+    if !at_root && head && ((is_dir(objects, "objects") && is_dir(refs, "refs")) || commondir) {
+        return Some(Listed {
+            stamp,
+            racy,
+            subdirs: Vec::new(),
+            found: vec![dir.to_path_buf()],
+        });
+    }
     Some(Listed {
-        stamp: (st.st_dev, st.st_ino, mtime),
+        stamp,
         racy,
         subdirs,
         found,

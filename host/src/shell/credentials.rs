@@ -16,7 +16,7 @@
 //! breadth first so shallow stores come first, and skips bulky trees that
 //! hold packages, not secrets ([`BULKY`]). Its answer is kept
 //! ([`Discovered`]) with every directory it read and that directory's
-//! modification time; a later sandbox start `stat`s those directories and
+//! change time (which no process sets back); a later sandbox start `stat`s those directories and
 //! searches again only when one moved, so the per-call cost is a few hundred
 //! `statx` when nothing changed.
 
@@ -735,7 +735,7 @@ pub struct Discovered {
     /// What to hide, sorted: the known stores that exist and every name
     /// that looks secret.
     found: Vec<PathBuf>,
-    /// Every directory the search read, with its modification time then.
+    /// Every directory the search read, with its change time then.
     read: Vec<(PathBuf, i128)>,
     /// Whether the search stopped at a bound before it read everything.
     pub cut_short: bool,
@@ -749,7 +749,7 @@ impl Discovered {
         let unmoved = !self.read.is_empty()
             && self.home == home
             && self.also == also
-            && self.read.iter().all(|(dir, mtime)| mtime_of(dir) == Some(*mtime));
+            && self.read.iter().all(|(dir, ctime)| ctime_of(dir) == Some(*ctime));
         if !unmoved {
             *self = search(home, also);
         }
@@ -757,10 +757,10 @@ impl Discovered {
     }
 }
 
-/// A path's modification time (ns), not followed.
-fn mtime_of(path: &Path) -> Option<i128> {
+/// A path's change time (ns), not followed.
+fn ctime_of(path: &Path) -> Option<i128> {
     let st = rustix::fs::statat(rustix::fs::CWD, path, AtFlags::SYMLINK_NOFOLLOW).ok()?;
-    Some(i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec))
+    Some(i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec))
 }
 
 /// Searches `home`: the [`KNOWN`] stores that exist, then breadth first
@@ -799,7 +799,7 @@ pub fn search(home: &Path, also: &[PathBuf]) -> Discovered {
         };
         read.push((
             dir.clone(),
-            i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec),
+            i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec),
         ));
         let mut buffer = Vec::with_capacity(32 << 10);
         let mut listing = rustix::fs::RawDir::new(&fd, buffer.spare_capacity_mut());

@@ -988,17 +988,18 @@ fn readable(p: &Project, paths: &[std::path::PathBuf]) -> String {
     sh(p, &command).text
 }
 
-/// Every well-known credential store (by the list) and every file whose
-/// name looks secret (by the search), planted in a home directory the
-/// sandbox can see, is unreadable inside; an ordinary dotfile beside them
-/// is readable, so the test is not passing for a home it cannot see.
+/// With `home: visible`, every well-known credential store (by the list)
+/// and every file whose name looks secret (by the search), planted in a
+/// home directory the sandbox can see, is unreadable inside; an ordinary
+/// dotfile beside them is readable, so the test is not passing for a home
+/// it cannot see.
 #[test]
 fn credentials_are_hidden_by_list_and_by_name() {
     if !support::sandbox_works() {
         return;
     }
     let base = support::visible_outside_dir();
-    let p = visible_home_project(base.path(), "{}");
+    let p = visible_home_project(base.path(), "{home: visible}");
     let home = p.home().unwrap().to_path_buf();
     let plant = |path: &std::path::Path, as_dir: bool| {
         let file = if as_dir {
@@ -1046,6 +1047,82 @@ fn credentials_are_hidden_by_list_and_by_name() {
         text.lines().take(20).collect::<Vec<_>>().join("\n")
     );
     assert!(planted.len() >= 66);
+}
+
+/// By default a sandboxed command sees of the home directory only the
+/// toolchains' directories, read-only, and not the credentials in them:
+/// the stores a search by list and by name misses (a key exported in
+/// `.bashrc`, a snap's Firefox logins, a file under a linked `~/.config`)
+/// are out of sight because nothing but the toolchains is in sight.
+#[test]
+fn by_default_the_home_directory_shows_only_the_toolchains() {
+    if !support::sandbox_works() {
+        return;
+    }
+    let base = support::visible_outside_dir();
+    let p = visible_home_project(base.path(), "{}");
+    let home = p.home().unwrap().to_path_buf();
+    for (rel, text) in [
+        (".cargo/bin/tool", "SHOWN-1"),
+        (".rustup/settings.toml", "SHOWN-2"),
+        (".gitconfig", "SHOWN-3"),
+        (".cargo/credentials.toml", "HIDDEN-1"),
+        (".bashrc", "export OPENAI_API_KEY=HIDDEN-2"),
+        ("snap/firefox/common/.mozilla/firefox/p/logins.json", "HIDDEN-3"),
+        ("dotfiles/config/mytool/settings", "HIDDEN-4"),
+        (".config/fish/fish_variables", "HIDDEN-5"),
+        (".msmtprc", "HIDDEN-6"),
+        (".local/share/atuin/key", "HIDDEN-7"),
+    ] {
+        std::fs::create_dir_all(home.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(home.join(rel), text).unwrap();
+    }
+    std::os::unix::fs::symlink(home.join("dotfiles/config"), home.join(".config/linked")).unwrap();
+    let text = readable(&p, std::slice::from_ref(&home));
+    let text = text + &readable(&p, &[home.join(".cargo"), home.join(".rustup"), home.join(".gitconfig")]);
+    let text = text + &readable(&p, &[home.join(".config/linked/mytool/settings")]);
+    assert!(
+        text.contains("SHOWN-1") && text.contains("SHOWN-2") && text.contains("SHOWN-3"),
+        "{text}"
+    );
+    assert!(!text.contains("HIDDEN"), "{text}");
+    let r = sh(&p, "touch ~/.cargo/bin/planted ~/new 2>&1; echo done");
+    assert!(r.text.contains("done"));
+    assert!(!home.join("new").exists() && !home.join(".cargo/bin/planted").exists());
+}
+
+/// With `home: visible`, the search is not spent on what sandboxed
+/// commands write (a `write:` directory in the home, the root), and a
+/// search cut short by its bound shows the toolchains' view instead of
+/// leaving what it did not reach visible.
+#[test]
+fn a_visible_home_is_not_searched_where_commands_write_and_falls_back_when_cut_short() {
+    if !support::sandbox_works() {
+        return;
+    }
+    let base = support::visible_outside_dir();
+    let p = visible_home_project(base.path(), "{home: visible, write: [~/.work]}");
+    let home = p.home().unwrap().to_path_buf();
+    std::fs::create_dir_all(home.join(".work")).unwrap();
+    std::fs::create_dir_all(home.join(".local/share/mytool")).unwrap();
+    std::fs::write(home.join(".local/share/mytool/api_token"), "SECRET-DEEP").unwrap();
+    std::fs::write(home.join(".config-plain"), "ORDINARY-VALUE").unwrap();
+    // A command's own files, many: once they spent the search's bound.
+    let r = sh(&p, "mkdir -p ~/.work/junk && cd ~/.work/junk && seq 1 120000 | xargs touch && echo made");
+    assert!(r.text.contains("made"), "{}", r.text);
+    let secret = home.join(".local/share/mytool/api_token");
+    let text = readable(&p, &[secret.clone(), home.join(".config-plain")]);
+    assert!(text.contains("ORDINARY-VALUE"), "still the visible view: {text}");
+    assert!(!text.contains("SECRET-DEEP"), "{text}");
+    // A home too large to search whole is shown as the toolchains' view.
+    for i in 0..120_000 {
+        if i % 1000 == 0 {
+            std::fs::create_dir_all(home.join(format!(".big/{}", i / 1000))).unwrap();
+        }
+        std::fs::write(home.join(format!(".big/{}/{i}", i / 1000)), "").unwrap();
+    }
+    let text = readable(&p, &[secret, home.join(".config-plain")]);
+    assert!(!text.contains("SECRET-DEEP") && !text.contains("ORDINARY-VALUE"), "{text}");
 }
 
 /// `home: hidden` shows a sandboxed command nothing of the home directory

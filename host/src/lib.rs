@@ -71,6 +71,7 @@ pub mod internals {
     pub use crate::shell::credentials::{
         Base as CredentialBase, KNOWN as KNOWN_CREDENTIALS, table as credentials_table,
     };
+    pub use crate::shell::home::{TOOLCHAINS as HOME_TOOLCHAINS, table as toolchains_table};
     pub use crate::shell::iota::{SimpleCommand, iota_call};
     pub use crate::shell::sandbox::{Policy, bwrap_args, find_on_path, probe};
     pub use crate::shell::seccomp::filter_fds;

@@ -10,6 +10,7 @@
 pub mod config;
 pub mod credentials;
 pub mod environment;
+pub mod home;
 pub mod iota;
 pub mod jobs;
 pub mod output;
@@ -361,17 +362,18 @@ impl ShellToolset {
         if let Some(why) = &self.refused {
             return Err(std::io::Error::other(why.clone()));
         }
-        let home = home_dir();
+        // Known by its own path: bubblewrap mounts over a home reached
+        // through a link where the link points.
+        let home = home_dir().map(|h| std::fs::canonicalize(&h).unwrap_or(h));
         let handle = self.project.handle();
+        let cache = self.cache_mount();
+        let (home_only, hidden) = self.home_view(home.as_deref(), cache.as_ref());
         let mut policy = Policy {
             root: self.root.clone(),
             pinned: None,
             private_tmp: session.private_tmp()?,
-            cache: self.cache_mount(),
-            home_only: match (&self.config.home, &home) {
-                (config::HomeView::Only(shown), Some(home)) => Some((home.clone(), shown.clone())),
-                _ => None,
-            },
+            cache,
+            home_only,
             extra_writable: self.config.write.clone(),
             visible: vec![jobs_dir()],
             network: self.config.network,
@@ -385,7 +387,7 @@ impl ShellToolset {
                 .into_iter()
                 .filter_map(|found| found.strip_prefix(&handle).ok().map(|rel| self.root.join(rel)))
                 .collect(),
-            hidden: self.hidden_paths(home.as_deref()),
+            hidden,
         };
         let env = Some(self.config.env.sandboxed(std::env::vars_os()));
         Ok(match &self.sandbox {
@@ -584,37 +586,64 @@ fn parse_timeout(args: &Args) -> Result<Option<Duration>, String> {
 }
 
 impl ShellToolset {
-    /// What sandboxed commands may not see: the host's state, and the
-    /// credentials found under `home` (`credentials.rs`) but for a path the
-    /// user named exactly under `read:`.
-    fn hidden_paths(&self, home: Option<&Path>) -> Vec<PathBuf> {
-        let named: &[PathBuf] = match &self.config.home {
-            config::HomeView::Only(shown) => shown,
-            config::HomeView::Visible => &[],
-        };
+    /// What of the home directory sandboxed commands see (`home.rs`): the
+    /// paths shown when not all of it is, and what they may not see at all,
+    /// the host's state and the credentials found where they look
+    /// (`credentials.rs`) but for a path the user named exactly under
+    /// `read:`. A `home: visible` search that stopped at its bound shows
+    /// the toolchains' view instead: what it did not reach is unknown.
+    fn home_view(&self, home: Option<&Path>, cache: Option<&CacheMount>) -> (Option<(PathBuf, Vec<PathBuf>)>, Vec<PathBuf>) {
         let mut hidden: Vec<PathBuf> = crate::host_state::default_dir().into_iter().collect();
-        if let Some(home) = home {
-            let mut discovered = self.credentials.lock().unwrap_or_else(|e| e.into_inner());
-            hidden.extend(
-                discovered
-                    .refresh(home, named)
-                    .iter()
-                    .filter(|p| !named.contains(p))
-                    .cloned(),
-            );
+        let Some(home) = home else {
+            return (None, hidden);
+        };
+        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let skip: Vec<PathBuf> = std::iter::once(self.canonical_root.clone())
+            .chain(self.config.write.iter().map(|w| canonical(w)))
+            .collect();
+        let real_cache = cache
+            .filter(|c| !matches!(c, CacheMount::Private { .. }))
+            .map(|c| c.path().to_path_buf());
+        let scope = |whole: bool, shown: &[PathBuf]| credentials::Scope {
+            home: home.to_path_buf(),
+            whole,
+            shown: shown.iter().cloned().chain(real_cache.clone()).collect(),
+            skip: skip.clone(),
+        };
+        let mut discovered = self.credentials.lock().unwrap_or_else(|e| e.into_inner());
+        // The config's paths are under $HOME as written; `home` is its own.
+        let written = home_dir();
+        let rebased = |p: &PathBuf| match written.as_deref().and_then(|w| p.strip_prefix(w).ok()) {
+            Some(rel) => home.join(rel),
+            None => p.clone(),
+        };
+        let mut shown = match &self.config.home {
+            config::HomeView::Only(shown) => Some(shown.iter().map(rebased).collect::<Vec<_>>()),
+            config::HomeView::Visible => None,
+        };
+        let found = discovered
+            .refresh(&scope(shown.is_none(), shown.as_deref().unwrap_or_default()))
+            .to_vec();
+        let cut_short = discovered.cut_short;
+        if cut_short && shown.is_none() {
             static SAID: std::sync::Once = std::sync::Once::new();
-            if discovered.cut_short {
-                SAID.call_once(|| {
-                    eprintln!(
-                        "iota-host: warning: the search of {} for credentials stopped at its bound ({} entries, {} ms); what it did not reach stays visible to sandboxed commands unless tools.shell.home is hidden",
-                        home.display(),
-                        credentials::MAX_ENTRIES,
-                        credentials::TIME_BUDGET.as_millis()
-                    )
-                });
-            }
+            SAID.call_once(|| {
+                eprintln!(
+                    "iota-host: warning: the search of {} for credentials stopped at its bound ({} entries, {} ms); sandboxed commands see only the toolchains' directories of it (tools.shell.home: toolchains) until a search completes",
+                    home.display(),
+                    credentials::MAX_ENTRIES,
+                    credentials::TIME_BUDGET.as_millis()
+                )
+            });
+            let toolchains = home::toolchains(home);
+            let found = discovered.refresh(&scope(false, &toolchains)).to_vec();
+            hidden.extend(found);
+            shown = Some(toolchains);
+        } else {
+            let named = shown.as_deref().unwrap_or_default();
+            hidden.extend(found.into_iter().filter(|p| !named.contains(p)));
         }
-        hidden
+        (shown.map(|shown| (home.to_path_buf(), shown)), hidden)
     }
 
     /// The descriptors bubblewrap binds for `policy` (added to `inherit`):

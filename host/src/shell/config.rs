@@ -11,10 +11,11 @@
 //! Keys beyond the spec (ARCHITECTURE.md): `env` (`pass`: names of
 //! secret-looking variables to let into the sandbox; `set`: fixed values),
 //! `max_processes` (tasks one sandboxed command may have at once, default
-//! 2048), `home` (`visible`, the default, or `hidden`: the home directory
-//! shows sandboxed commands only what `read:` names), `read` (home paths a
-//! hidden home still shows; naming any hides the rest) and `max_log` (MiB of
-//! one command's log kept on the host, default 64).
+//! 2048), `home` (`toolchains`, the default: the home directory shows
+//! sandboxed commands only the toolchains' directories and what `read:`
+//! names; `hidden`: only what `read:` names; `visible`: all of it but the
+//! credentials found there — `home.rs`), `read` (home paths shown besides)
+//! and `max_log` (MiB of one command's log kept on the host, default 64).
 
 use iota_toolset::config::yaml11_bool;
 use serde::Deserialize;
@@ -51,14 +52,15 @@ pub struct ShellConfig {
     pub max_log: u64,
 }
 
-/// What of the home directory sandboxed commands see.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+/// What of the home directory sandboxed commands see (`home.rs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HomeView {
-    /// All of it but the credentials found there (`credentials.rs`).
-    #[default]
+    /// All of it but the credentials found there (`credentials.rs`):
+    /// `home: visible`, a deny-list the user chose.
     Visible,
     /// Only these paths of it (made absolute), read-only, credentials
-    /// found in them hidden but for a path named exactly.
+    /// found in them hidden but for a path named exactly: the toolchains'
+    /// and `read:`'s by default, `read:`'s alone with `home: hidden`.
     Only(Vec<PathBuf>),
 }
 
@@ -75,7 +77,7 @@ impl Default for ShellConfig {
             write: Vec::new(),
             env: Default::default(),
             max_processes: super::processes::DEFAULT_MAX,
-            home: HomeView::Visible,
+            home: HomeView::Only(super::home_dir().as_deref().map(super::home::toolchains).unwrap_or_default()),
             max_log: DEFAULT_MAX_LOG,
         }
     }
@@ -128,9 +130,21 @@ impl ShellConfig {
         let write = paths(raw.write);
         let read = paths(raw.read);
         let home_view = match raw.home.as_deref() {
-            None | Some("" | "visible") if read.is_empty() => HomeView::Visible,
-            None | Some("" | "visible" | "hidden") => HomeView::Only(read),
-            Some(other) => return Err(format!("home must be \"visible\" or \"hidden\", got \"{other}\"")),
+            None | Some("" | "toolchains") => {
+                let mut shown = home.map(super::home::toolchains).unwrap_or_default();
+                shown.extend(read.into_iter().filter(|p| !shown.contains(p)).collect::<Vec<_>>());
+                HomeView::Only(shown)
+            }
+            Some("hidden") => HomeView::Only(read),
+            Some("visible") if read.is_empty() => HomeView::Visible,
+            Some("visible") => {
+                return Err("read: names what a hidden home shows; home: visible shows all of it".to_string());
+            }
+            Some(other) => {
+                return Err(format!(
+                    "home must be \"toolchains\", \"hidden\" or \"visible\", got \"{other}\""
+                ));
+            }
         };
         if raw.max_log == Some(0) {
             return Err("max_log must be at least 1 (MiB)".to_string());
@@ -195,18 +209,30 @@ mod tests {
     }
 
     #[test]
-    fn the_home_directory_is_shown_whole_or_only_what_read_names() {
-        assert_eq!(decode(json!({})).unwrap().home, HomeView::Visible);
+    fn the_home_directory_shows_the_toolchains_what_read_names_or_all_of_it() {
+        let toolchains = crate::shell::home::toolchains(Path::new("/home/u"));
+        assert_eq!(decode(json!({})).unwrap().home, HomeView::Only(toolchains.clone()));
+        assert_eq!(decode(json!({"home": "toolchains"})).unwrap().home, HomeView::Only(toolchains.clone()));
+        let mut more = toolchains.clone();
+        more.push(PathBuf::from("/home/u/tools"));
+        assert_eq!(
+            decode(json!({"read": ["~/tools", "~/.cargo", ""]})).unwrap().home,
+            HomeView::Only(more),
+            "read: adds to the toolchains"
+        );
         assert_eq!(decode(json!({"home": "visible"})).unwrap().home, HomeView::Visible);
         assert_eq!(decode(json!({"home": "hidden"})).unwrap().home, HomeView::Only(vec![]));
         assert_eq!(
-            decode(json!({"read": ["~/.gitconfig", ""]})).unwrap().home,
+            decode(json!({"home": "hidden", "read": ["~/.gitconfig", ""]})).unwrap().home,
             HomeView::Only(vec![PathBuf::from("/home/u/.gitconfig")]),
-            "naming what to read hides the rest"
+        );
+        assert_eq!(
+            decode(json!({"home": "visible", "read": ["~/x"]})).unwrap_err(),
+            "read: names what a hidden home shows; home: visible shows all of it"
         );
         assert_eq!(
             decode(json!({"home": "gone"})).unwrap_err(),
-            "home must be \"visible\" or \"hidden\", got \"gone\""
+            "home must be \"toolchains\", \"hidden\" or \"visible\", got \"gone\""
         );
         assert_eq!(decode(json!({"max_log": 2})).unwrap().max_log, 2 << 20);
         assert!(decode(json!({"max_log": 0})).is_err());

@@ -248,6 +248,42 @@ pub const KNOWN: &[Known] = &[
     ),
     known(
         Home,
+        ".terraformrc",
+        "Terraform (CLI config, credentials blocks)",
+        "https://developer.hashicorp.com/terraform/cli/config/config-file#credentials",
+    ),
+    known(
+        Home,
+        ".msmtprc",
+        "msmtp",
+        "https://marlam.de/msmtp/msmtp.html#Configuration-files",
+    ),
+    known(
+        Config,
+        "fish/fish_variables",
+        "fish (universal variables, exported keys among them)",
+        "https://fishshell.com/docs/current/cmds/set.html",
+    ),
+    known(
+        Config,
+        "sops/age",
+        "SOPS (age keys)",
+        "https://github.com/getsops/sops#encrypting-using-age",
+    ),
+    known(
+        Data,
+        "atuin/key",
+        "Atuin (sync encryption key)",
+        "https://docs.atuin.sh/configuration/config/#key_path",
+    ),
+    known(
+        Config,
+        "io.datasette.llm",
+        "LLM (API keys)",
+        "https://llm.datasette.io/en/stable/setup.html#saving-and-using-stored-keys",
+    ),
+    known(
+        Home,
         ".vault-token",
         "HashiCorp Vault",
         "https://developer.hashicorp.com/vault/docs/commands/token-helper",
@@ -707,6 +743,18 @@ pub fn looks_secret(name: &[u8]) -> bool {
         || SUFFIXES.iter().any(|s| name.ends_with(s))
         || name.starts_with(b"id_")
         || EXACT.contains(&name.as_slice())
+        || is_key_file(&name)
+}
+
+/// `key` or `keys`, bare or as data (`keys.txt`, `key.json`): where age,
+/// Atuin and LLM keep theirs; not a document about keys (`keys.md`).
+fn is_key_file(name: &[u8]) -> bool {
+    let (stem, extension) = match name.iter().rposition(|&b| b == b'.') {
+        Some(dot) if dot > 0 => (&name[..dot], Some(&name[dot + 1..])),
+        _ => (name, None),
+    };
+    (stem == b"key" || stem == b"keys")
+        && extension.is_none_or(|e| [&b"txt"[..], b"json", b"yaml", b"yml", b"toml", b"bin"].contains(&e))
 }
 
 /// `$XDG_*` or its default under `home`.
@@ -726,12 +774,27 @@ fn base_dir(base: Base, home: &Path) -> PathBuf {
     }
 }
 
+/// Where one search looks.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scope {
+    /// The home directory.
+    pub home: PathBuf,
+    /// Whether the whole home directory is searched (`home: visible`):
+    /// its dot-directories, the XDG directories and the app homes of snaps
+    /// and Flatpaks; else only [`Scope::shown`].
+    pub whole: bool,
+    /// Directories searched whole: what a hidden home shows, the real cache.
+    pub shown: Vec<PathBuf>,
+    /// Directories never searched: what sandboxed commands may write (the
+    /// root, `write:` paths). Their files are the commands' own, and would
+    /// spend the search's bound before it reached the user's.
+    pub skip: Vec<PathBuf>,
+}
+
 /// What one search found, and how to tell whether it still holds.
 #[derive(Debug, Default)]
 pub struct Discovered {
-    home: PathBuf,
-    /// The other directories searched whole (a hidden home's `read:`).
-    also: Vec<PathBuf>,
+    scope: Scope,
     /// What to hide, sorted: the known stores that exist and every name
     /// that looks secret.
     found: Vec<PathBuf>,
@@ -742,61 +805,94 @@ pub struct Discovered {
 }
 
 impl Discovered {
-    /// What to hide under `home` (and in `also`, searched whole) now: the
-    /// last search's answer while every directory it read is unmoved, else
-    /// a new search's.
-    pub fn refresh(&mut self, home: &Path, also: &[PathBuf]) -> &[PathBuf] {
+    /// What to hide in `scope` now: the last search's answer while every
+    /// directory it read is unmoved, else a new search's.
+    pub fn refresh(&mut self, scope: &Scope) -> &[PathBuf] {
         let unmoved = !self.read.is_empty()
-            && self.home == home
-            && self.also == also
+            && self.scope == *scope
             && self.read.iter().all(|(dir, ctime)| ctime_of(dir) == Some(*ctime));
         if !unmoved {
-            *self = search(home, also);
+            *self = search(scope);
         }
         &self.found
     }
 }
 
-/// A path's change time (ns), not followed.
+/// A directory's change time (ns), links followed (the search enters a
+/// linked directory, and a link retargeted changes its parent's time).
 fn ctime_of(path: &Path) -> Option<i128> {
-    let st = rustix::fs::statat(rustix::fs::CWD, path, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+    let st = rustix::fs::statat(rustix::fs::CWD, path, AtFlags::empty()).ok()?;
     Some(i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec))
 }
 
-/// Searches `home`: the [`KNOWN`] stores that exist, then breadth first
-/// through its dot-directories (and the XDG directories, wherever they are,
-/// and the directories `also` names, whole) for names that
-/// [`looks_secret`], within the bounds.
-pub fn search(home: &Path, also: &[PathBuf]) -> Discovered {
+/// The app homes under `home` that snaps (`~/snap/<app>/<revision>`,
+/// `~/snap/<app>/common`) and Flatpaks (`~/.var/app/<id>`) keep their own
+/// dot-directories and XDG directories in: searched like a home of their
+/// own, whole.
+fn app_homes(home: &Path) -> Vec<PathBuf> {
+    let children = |dir: &Path| -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .map(|entries| {
+                entries
+                    .flatten()
+                    .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+                    .map(|e| e.path())
+                    .take(256)
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut homes: Vec<PathBuf> = children(&home.join("snap")).iter().flat_map(|app| children(app)).collect();
+    homes.extend(children(&home.join(".var/app")));
+    homes
+}
+
+/// Searches `scope`: the [`KNOWN`] stores that exist in it, then breadth
+/// first (links to directories followed, each directory once) for names
+/// that [`looks_secret`], within the bounds.
+pub fn search(scope: &Scope) -> Discovered {
     let started = Instant::now();
+    let home = scope.home.as_path();
+    let in_scope = |p: &Path| scope.whole || scope.shown.iter().any(|s| p.starts_with(s));
     let mut found: Vec<PathBuf> = KNOWN
         .iter()
         .map(|k| base_dir(k.base, home).join(k.path))
-        .filter(|p| std::fs::symlink_metadata(p).is_ok())
+        .filter(|p| in_scope(p) && std::fs::symlink_metadata(p).is_ok())
         .collect();
     let bulky: Vec<PathBuf> = BULKY.iter().map(|b| home.join(b)).collect();
     let mut read = Vec::new();
-    let mut queue: VecDeque<(PathBuf, usize)> = VecDeque::from([(home.to_path_buf(), 0)]);
-    for base in [Config, Data, Cache] {
-        let dir = base_dir(base, home);
-        if !dir.starts_with(home) {
-            queue.push_back((dir, 1));
+    let mut queue: VecDeque<(PathBuf, usize)> = VecDeque::new();
+    if scope.whole {
+        queue.push_back((home.to_path_buf(), 0));
+        for base in [Config, Data, Cache] {
+            let dir = base_dir(base, home);
+            if !dir.starts_with(home) {
+                queue.push_back((dir, 1));
+            }
         }
+        queue.extend(app_homes(home).into_iter().map(|d| (d, 1)));
     }
-    queue.extend(also.iter().filter(|d| d.is_dir()).map(|d| (d.clone(), 1)));
+    queue.extend(scope.shown.iter().map(|d| (d.clone(), 1)));
+    let mut visited = std::collections::HashSet::new();
     let (mut entries, mut cut_short) = (0usize, false);
     while let Some((dir, depth)) = queue.pop_front() {
         if entries >= MAX_ENTRIES || started.elapsed() > TIME_BUDGET {
             cut_short = true;
             break;
         }
-        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+        if scope.skip.iter().any(|s| dir.starts_with(s)) {
+            continue;
+        }
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC | OFlags::NONBLOCK;
         let Ok(fd) = rustix::fs::open(&dir, flags, Mode::empty()) else {
             continue;
         };
         let Ok(st) = rustix::fs::fstat(&fd) else {
             continue;
         };
+        if !visited.insert((st.st_dev, st.st_ino)) {
+            continue;
+        }
         read.push((
             dir.clone(),
             i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec),
@@ -814,16 +910,27 @@ pub fn search(home: &Path, also: &[PathBuf]) -> Discovered {
                 found.push(path);
                 continue;
             }
-            // Below the home directory itself only its dot-directories.
-            let is_dir = match entry.file_type() {
-                FileType::Directory => true,
+            // Below the home directory itself only its dot-directories
+            // (and `snap`, whose app homes hold theirs).
+            let kind = match entry.file_type() {
                 FileType::Unknown => rustix::fs::statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
-                    .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::Directory),
-                _ => false,
+                    .map_or(FileType::Unknown, |st| FileType::from_raw_mode(st.st_mode)),
+                known => known,
             };
+            // A linked directory (a stow-managed `~/.config`) is searched
+            // where it is, so its finds are hidden there and the skipped
+            // directories are known by their own paths.
+            let path = match kind {
+                FileType::Symlink => match std::fs::canonicalize(&path) {
+                    Ok(target) if target.is_dir() => target,
+                    _ => continue,
+                },
+                _ => path,
+            };
+            let is_dir = matches!(kind, FileType::Directory | FileType::Symlink);
             let entered = is_dir
                 && depth < MAX_DEPTH
-                && (depth > 0 || name.starts_with(b"."))
+                && (depth > 0 || name.starts_with(b".") || name == b"snap")
                 && !NEVER_ENTERED.iter().any(|n| n.as_bytes() == name)
                 && !bulky.contains(&path);
             if entered {
@@ -841,8 +948,7 @@ pub fn search(home: &Path, also: &[PathBuf]) -> Discovered {
         }
     }
     Discovered {
-        home: home.to_path_buf(),
-        also: also.to_vec(),
+        scope: scope.clone(),
         found: hidden,
         read,
         cut_short,
@@ -892,6 +998,9 @@ mod tests {
             "my-api-key.txt",
             ".passwd-s3fs",
             "Cookies",
+            "keys.txt",
+            "keys.json",
+            "key",
         ] {
             assert!(looks_secret(name.as_bytes()), "{name}");
         }
@@ -901,6 +1010,8 @@ mod tests {
             "config.yml",
             "settings.json",
             "keys.md",
+            "keyboard.json",
+            "monkey.txt",
             "README",
         ] {
             assert!(!looks_secret(name.as_bytes()), "{name}");
@@ -925,13 +1036,18 @@ mod tests {
         write("projects/secret.txt");
         write(".config/app/settings.json");
         let mut discovered = Discovered::default();
+        let scope = Scope {
+            home: home.to_path_buf(),
+            whole: true,
+            ..Scope::default()
+        };
         let rel = |found: &[PathBuf]| -> Vec<String> {
             found
                 .iter()
                 .map(|p| p.strip_prefix(home).unwrap().display().to_string())
                 .collect()
         };
-        let found = rel(discovered.refresh(home, &[]));
+        let found = rel(discovered.refresh(&scope));
         assert_eq!(
             found,
             [
@@ -943,12 +1059,58 @@ mod tests {
             "by list and by name; not inside bulky trees, not outside dot-directories"
         );
         let reads = discovered.read.len();
-        assert_eq!(rel(discovered.refresh(home, &[])), found, "unmoved: the same answer");
+        assert_eq!(rel(discovered.refresh(&scope)), found, "unmoved: the same answer");
         assert_eq!(discovered.read.len(), reads);
         write(".newtool/credentials.json");
         assert!(
-            rel(discovered.refresh(home, &[])).contains(&".newtool/credentials.json".to_string()),
+            rel(discovered.refresh(&scope)).contains(&".newtool/credentials.json".to_string()),
             "a new store is found by the next start"
         );
+    }
+
+    #[test]
+    fn a_search_follows_linked_directories_and_app_homes_and_skips_what_commands_write() {
+        let home = tempfile::tempdir().unwrap();
+        let home = &std::fs::canonicalize(home.path()).unwrap();
+        let write = |rel: &str| {
+            let path = home.join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "secret").unwrap();
+        };
+        // A stow-style `~/.config`, a snap's and a Flatpak's app homes, deep.
+        write("dotfiles/config/mytool/token");
+        std::os::unix::fs::symlink(home.join("dotfiles/config"), home.join(".config")).unwrap();
+        write("snap/firefox/common/.mozilla/firefox/p.default/logins.json");
+        write(".var/app/com.google.Chrome/config/google-chrome/Default/Network/Cookies");
+        // A project under the home directory, its files the commands' own.
+        write(".config/nvim/project/junk/token");
+        let scope = Scope {
+            home: home.clone(),
+            whole: true,
+            shown: Vec::new(),
+            skip: vec![home.join("dotfiles/config/nvim/project")],
+        };
+        let found = search(&scope);
+        let rel: Vec<String> = found
+            .found
+            .iter()
+            .map(|p| p.strip_prefix(home).unwrap().display().to_string())
+            .collect();
+        assert_eq!(
+            rel,
+            [
+                ".var/app/com.google.Chrome/config/google-chrome/Default/Network/Cookies",
+                "dotfiles/config/mytool/token",
+                "snap/firefox/common/.mozilla/firefox/p.default/logins.json",
+            ]
+        );
+        // Only what a hidden home shows is searched then.
+        let shown = Scope {
+            home: home.clone(),
+            whole: false,
+            shown: vec![home.join("snap")],
+            skip: Vec::new(),
+        };
+        assert_eq!(search(&shown).found.len(), 1);
     }
 }

@@ -1079,7 +1079,11 @@ fn by_default_the_home_directory_shows_only_the_toolchains() {
     }
     std::os::unix::fs::symlink(home.join("dotfiles/config"), home.join(".config/linked")).unwrap();
     let text = readable(&p, std::slice::from_ref(&home));
-    let text = text + &readable(&p, &[home.join(".cargo"), home.join(".rustup"), home.join(".gitconfig")]);
+    let text = text
+        + &readable(
+            &p,
+            &[home.join(".cargo"), home.join(".rustup"), home.join(".gitconfig")],
+        );
     let text = text + &readable(&p, &[home.join(".config/linked/mytool/settings")]);
     assert!(
         text.contains("SHOWN-1") && text.contains("SHOWN-2") && text.contains("SHOWN-3"),
@@ -1108,7 +1112,10 @@ fn a_visible_home_is_not_searched_where_commands_write_and_falls_back_when_cut_s
     std::fs::write(home.join(".local/share/mytool/api_token"), "SECRET-DEEP").unwrap();
     std::fs::write(home.join(".config-plain"), "ORDINARY-VALUE").unwrap();
     // A command's own files, many: once they spent the search's bound.
-    let r = sh(&p, "mkdir -p ~/.work/junk && cd ~/.work/junk && seq 1 120000 | xargs touch && echo made");
+    let r = sh(
+        &p,
+        "mkdir -p ~/.work/junk && cd ~/.work/junk && seq 1 120000 | xargs touch && echo made",
+    );
     assert!(r.text.contains("made"), "{}", r.text);
     let secret = home.join(".local/share/mytool/api_token");
     let text = readable(&p, &[secret.clone(), home.join(".config-plain")]);
@@ -1122,7 +1129,10 @@ fn a_visible_home_is_not_searched_where_commands_write_and_falls_back_when_cut_s
         std::fs::write(home.join(format!(".big/{}/{i}", i / 1000)), "").unwrap();
     }
     let text = readable(&p, &[secret, home.join(".config-plain")]);
-    assert!(!text.contains("SECRET-DEEP") && !text.contains("ORDINARY-VALUE"), "{text}");
+    assert!(
+        !text.contains("SECRET-DEEP") && !text.contains("ORDINARY-VALUE"),
+        "{text}"
+    );
 }
 
 /// `home: hidden` shows a sandboxed command nothing of the home directory
@@ -1302,6 +1312,107 @@ fn every_repository_below_the_root_is_read_only_inside() {
     let r = host.call("shell", json!({"command": "echo x >> later/.git/config; echo done"}));
     assert!(r.text.contains("done"), "{}", r.text);
     assert_eq!(std::fs::read(p.path("later/.git/config")).unwrap(), config);
+}
+
+/// The attack on submodules, judged by the user's own `git status` at the
+/// root afterwards: a `.git` planted where the root's index records a
+/// submodule (one never initialised: its directory empty; one whose
+/// directory is gone; one initialised, renamed away first), or a nested
+/// repository renamed away and a new one put in its place. Every attempt
+/// fails inside, and the `core.fsmonitor` each would have set never runs
+/// outside. When the session ends, the placeholders are gone and the
+/// user's tree is as it was.
+#[test]
+fn no_git_can_be_planted_where_a_submodule_or_nested_repository_is() {
+    let Some(p) = sandboxed() else { return };
+    let git = |args: &[&str], dir: &Path| {
+        let out = std::process::Command::new("git")
+            .args([
+                "-c",
+                "protocol.file.allow=always",
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let source = p.outside().join("source");
+    std::fs::create_dir_all(&source).unwrap();
+    git(&["init", "-q"], &source);
+    std::fs::write(source.join("f"), "x").unwrap();
+    git(&["add", "f"], &source);
+    git(&["commit", "-qm", "s"], &source);
+    git(&["init", "-q"], p.root());
+    let url = source.to_str().unwrap();
+    for sub in ["lib", "gone", "inited"] {
+        git(&["submodule", "add", "-q", url, sub], p.root());
+    }
+    git(&["commit", "-qm", "m"], p.root());
+    // `lib` never initialised (an empty directory), `gone` not even that.
+    for sub in ["lib", "gone"] {
+        git(&["submodule", "deinit", "-q", "-f", sub], p.root());
+        let _ = std::fs::remove_dir_all(p.path(sub));
+    }
+    std::fs::create_dir(p.path("lib")).unwrap();
+    std::fs::create_dir_all(p.path("vendor/nested")).unwrap();
+    git(&["init", "-q"], &p.path("vendor/nested"));
+    let status_before = git(&["status", "--porcelain"], p.root());
+    let proof = p.outside().join("PWNED");
+    let evil = format!(
+        "git init -q --bare evil.git && git -C evil.git config core.bare false && git -C evil.git config core.worktree ../lib && git -C evil.git config core.fsmonitor 'touch {}; false'",
+        proof.display()
+    );
+    let attempts = [
+        "printf 'gitdir: ../evil.git\n' > lib/.git",
+        "mkdir -p gone && printf 'gitdir: ../evil.git\n' > gone/.git",
+        "mv inited inited.old && mkdir inited && printf 'gitdir: ../evil.git\n' > inited/.git",
+        "mv lib lib.old && mkdir lib && printf 'gitdir: ../evil.git\n' > lib/.git",
+        "rmdir lib/.git || rm -rf lib",
+        "mv vendor vendor.old",
+        "mv vendor/nested vendor/nested.old && mkdir -p vendor/nested/.git/hooks",
+    ];
+    for attempt in attempts {
+        let r = sh(&p, &format!("{evil} 2>/dev/null; {attempt}; echo done"));
+        assert!(r.text.contains("done"), "{attempt}: {}", r.text);
+    }
+    // What the user runs next, outside any sandbox.
+    let status_after = git(&["status", "--porcelain", "--ignore-submodules=none"], p.root());
+    let _ = std::process::Command::new("git")
+        .arg("status")
+        .current_dir(p.path("vendor/nested"))
+        .output();
+    assert!(!proof.exists(), "a planted core.fsmonitor ran outside the sandbox");
+    for moved in ["inited.old", "lib.old", "vendor.old", "vendor/nested.old"] {
+        assert!(!p.path(moved).exists(), "{moved} was renamed away");
+    }
+    assert!(
+        !p.path("lib/.git").exists() && !p.path("gone").exists(),
+        "placeholders removed at the end"
+    );
+    assert!(p.path("lib").is_dir() && std::fs::read_dir(p.path("lib")).unwrap().next().is_none());
+    assert!(
+        std::fs::read(p.path("inited/.git"))
+            .unwrap()
+            .starts_with(b"gitdir: ../.git/modules/inited")
+    );
+    let untracked_evil = |s: &str| {
+        s.lines()
+            .filter(|l| !l.contains("evil.git"))
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(untracked_evil(&status_after), untracked_evil(&status_before));
 }
 
 /// An iota line's child checks its `--root` once and then holds that

@@ -32,6 +32,7 @@ mod describe_cache;
 mod description;
 mod embedded;
 mod engine;
+mod gitlinks;
 mod host_state;
 #[cfg(feature = "cli")]
 mod inspect;

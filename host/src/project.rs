@@ -59,6 +59,39 @@ impl ProjectRoot {
         Ok(rustix::io::fcntl_dupfd_cloexec(&self.dir, 3)?)
     }
 
+    /// Opens `rel` below the pinned root without following a link on the
+    /// way (each component opened `O_NOFOLLOW`, `..` and absolute paths
+    /// refused), with `flags` for the last: what a sandboxed command swapped
+    /// for a link is not reached through it.
+    pub fn open_beneath(&self, rel: &Path, flags: OFlags) -> std::io::Result<OwnedFd> {
+        use std::path::Component;
+        let names: Vec<&std::ffi::OsStr> = rel
+            .components()
+            .map(|c| match c {
+                Component::Normal(name) => Ok(name),
+                _ => Err(std::io::Error::from(std::io::ErrorKind::InvalidInput)),
+            })
+            .collect::<Result<_, _>>()?;
+        let Some((last, parents)) = names.split_last() else {
+            return Ok(self.duplicate()?);
+        };
+        let mut dir = self.duplicate()?;
+        for name in parents {
+            dir = rustix::fs::openat(
+                &dir,
+                *name,
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?;
+        }
+        Ok(rustix::fs::openat(
+            &dir,
+            *last,
+            flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?)
+    }
+
     /// Where the pinned directory is now, by the kernel's account.
     pub fn current_path(&self) -> Option<PathBuf> {
         std::fs::read_link(fd_path(self.dir.as_raw_fd())?).ok()
@@ -90,5 +123,27 @@ mod tests {
         assert_eq!(std::fs::read(root.handle().join("mine")).unwrap(), b"here");
         assert_eq!(root.current_path(), Some(base.join("moved")));
         assert_eq!(root.path(), base.join("sub"));
+    }
+
+    #[test]
+    fn what_is_opened_beneath_the_root_is_never_reached_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(base.join("root/a/b")).unwrap();
+        std::fs::create_dir_all(base.join("outside/b")).unwrap();
+        std::os::unix::fs::symlink(base.join("outside"), base.join("root/link")).unwrap();
+        let root = ProjectRoot::open(&base.join("root")).unwrap();
+        let flags = OFlags::PATH | OFlags::DIRECTORY;
+        assert!(root.open_beneath(Path::new("a/b"), flags).is_ok());
+        assert!(
+            root.open_beneath(Path::new("link/b"), flags).is_err(),
+            "a link on the way"
+        );
+        assert!(
+            root.open_beneath(Path::new("link"), flags).is_err(),
+            "a link at the end"
+        );
+        assert!(root.open_beneath(Path::new("a/../a"), flags).is_err());
+        assert!(root.open_beneath(Path::new("/etc"), flags).is_err());
     }
 }

@@ -82,7 +82,29 @@ pub struct RepositoryIndex {
     dirs: HashMap<PathBuf, Listed>,
     /// Directories found below the ones listed, not listed yet.
     pending: Vec<PathBuf>,
+    /// The gitlinks of each index read, with the index's stamp then.
+    indexes: HashMap<PathBuf, (Stamp, Vec<PathBuf>)>,
 }
+
+/// A file's device, inode, change time (ns) and size.
+type Stamp = (u64, u64, i128, i64);
+
+/// What the sandbox keeps read-only below a root besides the root's own
+/// [`PROTECTED_AT_ROOT`].
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Repositories {
+    /// Every repository's own directory or `.git` file, sorted.
+    pub own: Vec<PathBuf>,
+    /// The submodules' directories that the indexes of the root's
+    /// repository and of those below it record (`gitlinks.rs`), sorted: git
+    /// goes into a `.git` there on its own, so one must not be created.
+    pub submodules: Vec<PathBuf>,
+}
+
+/// Submodules one sandbox start protects at most; a project recording more
+/// (a repository a command made, its index written to multiply mounts) is
+/// refused the sandbox rather than left partly unprotected.
+pub const MAX_SUBMODULES: usize = 4096;
 
 /// What the index knows of one directory.
 #[derive(Debug)]
@@ -97,9 +119,43 @@ struct Listed {
 }
 
 impl RepositoryIndex {
-    /// The repositories below `root` now (sorted), walking what changed
-    /// since the last call (everything, the first time or for another root).
-    pub fn refresh(&mut self, root: &Path) -> Vec<PathBuf> {
+    /// The repositories below `root` now, and the submodules their indexes
+    /// record, walking what changed since the last call (everything, the
+    /// first time or for another root).
+    pub fn refresh(&mut self, root: &Path) -> Repositories {
+        let own = self.walk(root);
+        let mut work_trees: Vec<(PathBuf, &Path)> = vec![(root.join(GIT_DIR), root)];
+        work_trees.extend(
+            own.iter()
+                .filter(|found| found.file_name() == Some(OsStr::new(GIT_DIR)))
+                .filter_map(|found| Some((found.clone(), found.parent()?))),
+        );
+        let mut indexes = HashMap::new();
+        let mut submodules = BTreeSet::new();
+        for (entry, tree) in work_trees {
+            let Some(git_dir) = git_dir_of(&entry) else {
+                continue;
+            };
+            let index = git_dir.join("index");
+            let Some(stamp) = file_stamp(&index) else {
+                continue;
+            };
+            let links = match self.indexes.remove(&index) {
+                Some((then, links)) if then == stamp => links,
+                _ => crate::gitlinks::read(&git_dir, &index).unwrap_or_default(),
+            };
+            submodules.extend(links.iter().map(|link| tree.join(link)));
+            indexes.insert(index, (stamp, links));
+        }
+        self.indexes = indexes;
+        Repositories {
+            own,
+            submodules: submodules.into_iter().collect(),
+        }
+    }
+
+    /// The repositories below `root` now (sorted).
+    fn walk(&mut self, root: &Path) -> Vec<PathBuf> {
         if self.root != root {
             *self = RepositoryIndex {
                 root: root.to_path_buf(),
@@ -161,6 +217,34 @@ impl RepositoryIndex {
     }
 }
 
+/// The repository directory a `.git` entry stands for: itself, or where the
+/// `.git` file's `gitdir:` line points (relative to its directory). Read
+/// without blocking and within 4 KiB: a command may have made it.
+fn git_dir_of(entry: &Path) -> Option<PathBuf> {
+    let st = statat(rustix::fs::CWD, entry, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::Directory => Some(entry.to_path_buf()),
+        FileType::RegularFile => {
+            let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+            let fd = rustix::fs::open(entry, flags, Mode::empty()).ok()?;
+            let mut text = Vec::new();
+            use std::io::Read;
+            std::fs::File::from(fd).take(4096).read_to_end(&mut text).ok()?;
+            let line = text.split(|&b| b == b'\n').next()?;
+            let target = line.strip_prefix(b"gitdir:")?.trim_ascii();
+            Some(entry.parent()?.join(OsStr::from_bytes(target)))
+        }
+        _ => None,
+    }
+}
+
+/// A file's [`Stamp`], followed.
+fn file_stamp(path: &Path) -> Option<Stamp> {
+    let st = statat(rustix::fs::CWD, path, AtFlags::empty()).ok()?;
+    let ctime = i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec);
+    Some((st.st_dev, st.st_ino, ctime, st.st_size))
+}
+
 /// A directory's device, inode and change time, not followed (but
 /// for the root, which may be reached through `/proc/self/fd`).
 fn stamp_of(dir: &Path, is_root: bool) -> Option<(u64, u64, i128)> {
@@ -214,7 +298,8 @@ fn list(dir: &Path, root: &Path) -> Option<Listed> {
             b"HEAD" => head = true,
             b"objects" => objects = Some(kind),
             b"refs" => refs = Some(kind),
-            b"commondir" => commondir = kind == FileType::RegularFile,
+            // git reads it through a link as well.
+            b"commondir" => commondir = matches!(kind, FileType::RegularFile | FileType::Symlink),
             _ => {}
         }
         let name = OsString::from(OsStr::from_bytes(name));
@@ -304,20 +389,21 @@ mod tests {
                 .map(|p| p.strip_prefix(&root).unwrap().display().to_string())
                 .collect()
         };
-        assert_eq!(rel(index.refresh(&root)), ["src/sub/.git", "vendor/lib.git", "wt/.git"]);
+        let refresh = |index: &mut RepositoryIndex| index.refresh(&root).own;
+        assert_eq!(rel(refresh(&mut index)), ["src/sub/.git", "vendor/lib.git", "wt/.git"]);
         // A repository made later, deep down, is found by the next refresh.
         mkdirs("a/b/c/.git");
         assert_eq!(
-            rel(index.refresh(&root)),
+            rel(refresh(&mut index)),
             ["a/b/c/.git", "src/sub/.git", "vendor/lib.git", "wt/.git"]
         );
         std::fs::remove_dir_all(root.join("src/sub")).unwrap();
-        assert_eq!(rel(index.refresh(&root)), ["a/b/c/.git", "vendor/lib.git", "wt/.git"]);
+        assert_eq!(rel(refresh(&mut index)), ["a/b/c/.git", "vendor/lib.git", "wt/.git"]);
         // A directory swapped for a link is no longer walked.
         std::fs::rename(root.join("a"), root.join("a-moved")).unwrap();
         std::os::unix::fs::symlink(root.join("a-moved"), root.join("a")).unwrap();
         assert_eq!(
-            rel(index.refresh(&root)),
+            rel(refresh(&mut index)),
             ["a-moved/b/c/.git", "vendor/lib.git", "wt/.git"]
         );
     }

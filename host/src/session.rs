@@ -157,16 +157,16 @@ impl Session {
         Ok(self.private_tmp.get_or_init(|| dir).clone())
     }
 
-    /// `names` at `project`'s root made to exist for the sandbox to bind
-    /// read-only: a missing one gets an empty directory, removed when the
-    /// last session on the project ends if still empty
+    /// `paths` (relative to `project`'s root) made to exist for the
+    /// sandbox to bind read-only: a missing one gets an empty directory,
+    /// removed when the last session on the project ends if still empty
     /// (`shell/placeholders.rs`), so a sandboxed command cannot create it
-    /// (`git init` at a root without a repository, then a hook in it).
-    /// Returns those that exist.
-    pub fn protect(&self, project: &Arc<crate::project::ProjectRoot>, names: &[&'static str]) -> Vec<&'static str> {
+    /// (`git init` at a root without a repository, then a hook in it; a
+    /// submodule's `.git`). Returns those that exist.
+    pub fn protect(&self, project: &Arc<crate::project::ProjectRoot>, paths: &[PathBuf]) -> Vec<PathBuf> {
         let mut held = self.placeholders.lock().unwrap_or_else(|e| e.into_inner());
         held.get_or_insert_with(|| crate::shell::placeholders::Placeholders::hold(project))
-            .ensure(names)
+            .ensure(paths)
     }
 
     /// What the session's command logs may still take on the host,
@@ -179,9 +179,10 @@ impl Session {
     }
 
     /// Every repository's own directory below `root` now (a `.git` anywhere,
-    /// a bare layout), for the sandbox to keep read-only: walked once in the
-    /// session, then only what changed (`protected::RepositoryIndex`).
-    pub fn repositories(&self, root: &std::path::Path) -> Vec<PathBuf> {
+    /// a bare layout) and the submodules their indexes record, for the
+    /// sandbox to keep read-only: walked once in the session, then only
+    /// what changed (`protected::RepositoryIndex`).
+    pub fn repositories(&self, root: &std::path::Path) -> crate::protected::Repositories {
         self.repositories.lock().unwrap().refresh(root)
     }
 

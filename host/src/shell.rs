@@ -368,6 +368,33 @@ impl ShellToolset {
         let handle = self.project.handle();
         let cache = self.cache_mount();
         let (home_only, hidden) = self.home_view(home.as_deref(), cache.as_ref());
+        let repositories = session.repositories(&handle);
+        if repositories.submodules.len() > crate::protected::MAX_SUBMODULES {
+            return Err(std::io::Error::other(format!(
+                "the project's repositories record {} submodules; the sandbox keeps at most {} of them from being replaced, so it does not start",
+                repositories.submodules.len(),
+                crate::protected::MAX_SUBMODULES
+            )));
+        }
+        let below_root = |found: &PathBuf| found.strip_prefix(&handle).ok().map(Path::to_path_buf);
+        // The root's own, and a `.git` in every submodule's place: a
+        // placeholder where there is none, so that none can be made.
+        let protect: Vec<PathBuf> = crate::protected::PROTECTED_AT_ROOT
+            .iter()
+            .map(PathBuf::from)
+            .chain(
+                repositories
+                    .submodules
+                    .iter()
+                    .filter_map(below_root)
+                    .map(|sub| sub.join(crate::protected::GIT_DIR)),
+            )
+            .collect();
+        let protected: Vec<PathBuf> = session
+            .protect(&self.project, &protect)
+            .into_iter()
+            .map(|rel| self.root.join(rel))
+            .collect();
         let mut policy = Policy {
             root: self.root.clone(),
             pinned: None,
@@ -377,16 +404,14 @@ impl ShellToolset {
             extra_writable: self.config.write.clone(),
             visible: vec![jobs_dir()],
             network: self.config.network,
-            protected: session
-                .protect(&self.project, crate::protected::PROTECTED_AT_ROOT)
-                .into_iter()
-                .map(|name| self.root.join(name))
+            repositories: repositories
+                .own
+                .iter()
+                .filter_map(below_root)
+                .map(|rel| self.root.join(rel))
+                .filter(|path| !protected.contains(path))
                 .collect(),
-            repositories: session
-                .repositories(&handle)
-                .into_iter()
-                .filter_map(|found| found.strip_prefix(&handle).ok().map(|rel| self.root.join(rel)))
-                .collect(),
+            protected,
             hidden,
         };
         let env = Some(self.config.env.sandboxed(std::env::vars_os()));
@@ -592,9 +617,15 @@ impl ShellToolset {
     /// (`credentials.rs`) but for a path the user named exactly under
     /// `read:`. A `home: visible` search that stopped at its bound shows
     /// the toolchains' view instead: what it did not reach is unknown.
-    fn home_view(&self, home: Option<&Path>, cache: Option<&CacheMount>) -> (Option<(PathBuf, Vec<PathBuf>)>, Vec<PathBuf>) {
+    fn home_view(
+        &self,
+        home: Option<&Path>,
+        cache: Option<&CacheMount>,
+    ) -> (Option<(PathBuf, Vec<PathBuf>)>, Vec<PathBuf>) {
         let mut hidden: Vec<PathBuf> = crate::host_state::default_dir().into_iter().collect();
-        let Some(home) = home else {
+        // A home under /tmp is out of sight already: the private /tmp
+        // stands in the real one's place.
+        let Some(home) = home.filter(|h| !h.starts_with("/tmp")) else {
             return (None, hidden);
         };
         let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
@@ -647,33 +678,42 @@ impl ShellToolset {
     }
 
     /// The descriptors bubblewrap binds for `policy` (added to `inherit`):
-    /// the pinned root, and each read-only path in it opened through the
-    /// root without following a link (one that is gone, or is a link now,
-    /// is left out: nothing of the root is there to keep).
+    /// the pinned root; each read-only path in it, and each directory on
+    /// the way to one ([`Policy::pinned_ancestors`]), opened through the root
+    /// without following a link (one that is gone, or reached through a
+    /// link now, is left out: nothing of the root is there to keep).
     fn pin(&self, policy: &Policy, inherit: &mut Vec<std::os::fd::OwnedFd>) -> std::io::Result<sandbox::Pinned> {
+        use rustix::fs::OFlags;
         use std::os::fd::AsRawFd;
         let root = self.project.duplicate()?;
         let pinned_root = root.as_raw_fd();
         inherit.push(root);
-        let mut read_only = Vec::new();
-        for path in policy.protected.iter().chain(&policy.repositories) {
-            let Ok(rel) = path.strip_prefix(&self.root) else {
-                continue;
-            };
-            let flags = rustix::fs::OFlags::PATH | rustix::fs::OFlags::NOFOLLOW | rustix::fs::OFlags::CLOEXEC;
-            let Ok(fd) = rustix::fs::openat(self.project.fd(), rel, flags, rustix::fs::Mode::empty()) else {
-                continue;
-            };
+        let mut opened = |path: &Path, flags: OFlags| -> Option<i32> {
+            let rel = path.strip_prefix(&self.root).ok()?;
+            let fd = self.project.open_beneath(rel, flags).ok()?;
             let is_link = rustix::fs::fstat(&fd)
                 .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink);
             if is_link {
-                continue;
+                return None;
             }
-            read_only.push((fd.as_raw_fd(), path.clone()));
+            let raw = fd.as_raw_fd();
             inherit.push(fd);
-        }
+            Some(raw)
+        };
+        let in_place = policy
+            .pinned_ancestors()
+            .into_iter()
+            .filter_map(|dir| Some((opened(&dir, OFlags::PATH | OFlags::DIRECTORY)?, dir)))
+            .collect();
+        let read_only = policy
+            .protected
+            .iter()
+            .chain(&policy.repositories)
+            .filter_map(|path| Some((opened(path, OFlags::PATH)?, path.clone())))
+            .collect();
         Ok(sandbox::Pinned {
             root: pinned_root,
+            in_place,
             read_only,
         })
     }

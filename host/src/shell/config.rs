@@ -77,7 +77,12 @@ impl Default for ShellConfig {
             write: Vec::new(),
             env: Default::default(),
             max_processes: super::processes::DEFAULT_MAX,
-            home: HomeView::Only(super::home_dir().as_deref().map(super::home::toolchains).unwrap_or_default()),
+            home: HomeView::Only(
+                super::home_dir()
+                    .as_deref()
+                    .map(super::home::toolchains)
+                    .unwrap_or_default(),
+            ),
             max_log: DEFAULT_MAX_LOG,
         }
     }
@@ -212,7 +217,10 @@ mod tests {
     fn the_home_directory_shows_the_toolchains_what_read_names_or_all_of_it() {
         let toolchains = crate::shell::home::toolchains(Path::new("/home/u"));
         assert_eq!(decode(json!({})).unwrap().home, HomeView::Only(toolchains.clone()));
-        assert_eq!(decode(json!({"home": "toolchains"})).unwrap().home, HomeView::Only(toolchains.clone()));
+        assert_eq!(
+            decode(json!({"home": "toolchains"})).unwrap().home,
+            HomeView::Only(toolchains.clone())
+        );
         let mut more = toolchains.clone();
         more.push(PathBuf::from("/home/u/tools"));
         assert_eq!(
@@ -223,7 +231,9 @@ mod tests {
         assert_eq!(decode(json!({"home": "visible"})).unwrap().home, HomeView::Visible);
         assert_eq!(decode(json!({"home": "hidden"})).unwrap().home, HomeView::Only(vec![]));
         assert_eq!(
-            decode(json!({"home": "hidden", "read": ["~/.gitconfig", ""]})).unwrap().home,
+            decode(json!({"home": "hidden", "read": ["~/.gitconfig", ""]}))
+                .unwrap()
+                .home,
             HomeView::Only(vec![PathBuf::from("/home/u/.gitconfig")]),
         );
         assert_eq!(

@@ -842,7 +842,10 @@ fn app_homes(home: &Path) -> Vec<PathBuf> {
             })
             .unwrap_or_default()
     };
-    let mut homes: Vec<PathBuf> = children(&home.join("snap")).iter().flat_map(|app| children(app)).collect();
+    let mut homes: Vec<PathBuf> = children(&home.join("snap"))
+        .iter()
+        .flat_map(|app| children(app))
+        .collect();
     homes.extend(children(&home.join(".var/app")));
     homes
 }

@@ -36,7 +36,10 @@ const fn shown(path: &'static str, why: &'static str) -> Shown {
 pub const TOOLCHAINS: &[Shown] = &[
     shown(".cargo", "Rust: cargo, installed binaries, the registry's sources"),
     shown(".rustup", "Rust: toolchains"),
-    shown(".local/bin", "binaries installed per user (pipx, uv tool, the XDG convention)"),
+    shown(
+        ".local/bin",
+        "binaries installed per user (pipx, uv tool, the XDG convention)",
+    ),
     shown(".local/lib", "Python packages installed with pip --user"),
     shown(".local/share/uv/python", "Python interpreters installed by uv"),
     shown(".local/share/mise", "mise: installed runtimes"),
@@ -60,8 +63,14 @@ pub const TOOLCHAINS: &[Shown] = &[
     shown(".dotnet", ".NET SDKs and tools"),
     shown(".juliaup", "Julia: versions"),
     shown(".nix-profile", "Nix: the user's profile"),
-    shown(".m2/repository", "Maven: downloaded artifacts (not settings.xml, which holds passwords)"),
-    shown(".gradle/caches", "Gradle: downloaded dependencies (not gradle.properties)"),
+    shown(
+        ".m2/repository",
+        "Maven: downloaded artifacts (not settings.xml, which holds passwords)",
+    ),
+    shown(
+        ".gradle/caches",
+        "Gradle: downloaded dependencies (not gradle.properties)",
+    ),
     shown(".gradle/wrapper", "Gradle: wrapper distributions"),
     shown(".gitconfig", "git: the identity commits are made with"),
     shown(".config/git", "git: the identity and ignore rules, the XDG way"),
@@ -93,8 +102,10 @@ mod tests {
             let name = s.path.rsplit('/').next().unwrap();
             assert!(!super::super::credentials::looks_secret(name.as_bytes()), "{s:?}");
             assert!(
-                !super::super::credentials::KNOWN.iter().any(|k| k.base == super::super::credentials::Base::Home
-                    && (k.path == s.path || s.path.starts_with(&format!("{}/", k.path)))),
+                !super::super::credentials::KNOWN
+                    .iter()
+                    .any(|k| k.base == super::super::credentials::Base::Home
+                        && (k.path == s.path || s.path.starts_with(&format!("{}/", k.path)))),
                 "{s:?} is a known credential store"
             );
         }

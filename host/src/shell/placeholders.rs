@@ -1,6 +1,8 @@
-//! The empty directories that stand at the root for a missing `.git`,
-//! `.iota` or `HEAD` while sandboxes may run there, so that none can be
-//! created from inside (a read-only mount needs something to mount on).
+//! The empty directories that stand where a sandboxed command must not
+//! create anything while sandboxes may run there — a missing `.git`, `.iota`
+//! or `HEAD` at the root, a submodule's missing `.git` (and the submodule's
+//! directory, where even that is missing: `gitlinks.rs`) — so that none can
+//! be created from inside (a read-only mount needs something to mount on).
 //!
 //! Why a lock: removing a directory that is a mount point in another mount
 //! namespace detaches that mount there. A session that removed its
@@ -17,8 +19,10 @@
 
 use crate::host_state::StateDir;
 use crate::project::ProjectRoot;
-use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
+use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
+use std::ffi::OsStr;
 use std::fs::File;
+use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 /// One session's hold on its project's placeholders.
@@ -50,32 +54,62 @@ impl Placeholders {
         }
     }
 
-    /// `names` (at the root) made to exist: a missing one gets an empty
-    /// directory, recorded as a placeholder. Returns those that exist.
-    pub fn ensure(&self, names: &[&'static str]) -> Vec<&'static str> {
-        let root = self.project.fd();
-        names
-            .iter()
-            .copied()
-            .filter(|name| {
-                if rustix::fs::statat(root, *name, AtFlags::SYMLINK_NOFOLLOW).is_ok() {
-                    return true;
-                }
-                let made = rustix::fs::mkdirat(root, *name, Mode::from_raw_mode(0o755)).is_ok();
-                if made {
-                    self.record(|names| {
-                        if !names.iter().any(|n| n == name) {
-                            names.push(name.to_string());
+    /// `paths` (relative to the root) made to exist: each missing directory
+    /// on the way and at the end gets an empty one, recorded as a
+    /// placeholder. Nothing is made through a link, or below something that
+    /// is not a directory. Returns those that exist.
+    pub fn ensure(&self, paths: &[PathBuf]) -> Vec<PathBuf> {
+        paths.iter().filter(|rel| self.ensure_one(rel)).cloned().collect()
+    }
+
+    fn ensure_one(&self, rel: &Path) -> bool {
+        let names: Vec<&OsStr> = rel
+            .components()
+            .map_while(|c| match c {
+                Component::Normal(name) => Some(name),
+                _ => None,
+            })
+            .collect();
+        if names.is_empty() || names.len() != rel.components().count() {
+            return false;
+        }
+        let Ok(mut dir) = self.project.duplicate() else {
+            return false;
+        };
+        let mut made = PathBuf::new();
+        for (i, name) in names.iter().enumerate() {
+            made.push(name);
+            let last = i + 1 == names.len();
+            match rustix::fs::statat(&dir, *name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => {}
+                // A file where the last is: it exists (a `.git` file).
+                Ok(_) => return last,
+                Err(rustix::io::Errno::NOENT) => {
+                    if rustix::fs::mkdirat(&dir, *name, Mode::from_raw_mode(0o755)).is_err() {
+                        return false;
+                    }
+                    self.record(|paths| {
+                        if !paths.contains(&made) {
+                            paths.push(made.clone());
                         }
                     });
                 }
-                made
-            })
-            .collect()
+                Err(_) => return false,
+            }
+            if !last {
+                let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+                match rustix::fs::openat(&dir, *name, flags, Mode::empty()) {
+                    Ok(next) => dir = next,
+                    Err(_) => return false,
+                }
+            }
+        }
+        true
     }
 
     /// Changes the record of placeholders under its own lock.
-    fn record(&self, change: impl FnOnce(&mut Vec<String>)) {
+    /// The record holds paths separated by NUL, which no path contains.
+    fn record(&self, change: impl FnOnce(&mut Vec<PathBuf>)) {
         let Some(state) = &self.state else {
             return;
         };
@@ -84,12 +118,20 @@ impl Placeholders {
             &format!("{}.record.lock", self.key),
             FlockOperation::LockExclusive,
         );
-        let mut names: Vec<String> = state
-            .read(&self.key)
-            .map(|bytes| String::from_utf8_lossy(&bytes).lines().map(str::to_string).collect())
-            .unwrap_or_default();
-        change(&mut names);
-        let _ = state.write(&self.key, names.join("\n").as_bytes());
+        use std::os::unix::ffi::{OsStrExt, OsStringExt};
+        let bytes = state.read(&self.key).unwrap_or_default();
+        // Records of older builds held names a line each.
+        let separator = if bytes.contains(&0) { 0 } else { b'\n' };
+        let mut paths: Vec<PathBuf> = bytes
+            .split(|&b| b == separator)
+            .filter(|p| !p.is_empty())
+            .map(|p| PathBuf::from(std::ffi::OsString::from_vec(p.to_vec())))
+            .collect();
+        change(&mut paths);
+        let joined: Vec<&[u8]> = paths.iter().map(|p| p.as_os_str().as_bytes()).collect();
+        let mut text = joined.join(&0u8);
+        text.push(0);
+        let _ = state.write(&self.key, &text);
     }
 }
 
@@ -103,10 +145,17 @@ impl Drop for Placeholders {
         if rustix::fs::flock(held, FlockOperation::NonBlockingLockExclusive).is_err() {
             return;
         }
-        let root = self.project.fd();
-        self.record(|names| {
-            for name in names.drain(..) {
-                let _ = rustix::fs::unlinkat(root, name.as_str(), AtFlags::REMOVEDIR);
+        self.record(|paths| {
+            // The deepest first: a submodule's `.git`, then its directory.
+            paths.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+            for path in paths.drain(..) {
+                let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+                    continue;
+                };
+                let flags = OFlags::PATH | OFlags::DIRECTORY;
+                if let Ok(parent) = self.project.open_beneath(parent, flags) {
+                    let _ = rustix::fs::unlinkat(&parent, name, AtFlags::REMOVEDIR);
+                }
             }
         });
     }

@@ -289,12 +289,15 @@ pub struct Policy {
 }
 
 /// Descriptors bubblewrap inherits and binds (`--bind-fd`, `--ro-bind-fd`),
-/// closing each once bound: the pinned root, and what stays read-only in it,
-/// each opened through the root.
+/// closing each once bound: the pinned root, the directories on the way to
+/// what stays read-only, and that, each opened through the root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pinned {
     /// The root's descriptor.
     pub root: i32,
+    /// Each directory on the way to a read-only path ([`Policy::pinned_ancestors`]):
+    /// its descriptor, and where it is bound onto itself, writable.
+    pub in_place: Vec<(i32, PathBuf)>,
     /// Each read-only path under the root: its descriptor, and where it is
     /// mounted.
     pub read_only: Vec<(i32, PathBuf)>,
@@ -371,6 +374,27 @@ impl Policy {
                 .chain(&self.extra_writable)
                 .chain(cache.iter())
                 .any(|visible| path.starts_with(visible))
+    }
+
+    /// The directories between the root and each read-only path in it
+    /// (`vendor` and `vendor/lib` for `vendor/lib/.git`), sorted, each bound
+    /// onto itself: a mount point cannot be renamed or removed (`EBUSY`),
+    /// where a read-only `.git` in a directory that can be is carried away
+    /// with it, and a new directory with a writable `.git` put in its place
+    /// (a submodule's, run by the user's next `git status` at the root).
+    pub fn pinned_ancestors(&self) -> Vec<PathBuf> {
+        let mut dirs = std::collections::BTreeSet::new();
+        for path in self.protected.iter().chain(&self.repositories) {
+            let Ok(rel) = path.strip_prefix(&self.root) else {
+                continue;
+            };
+            for ancestor in rel.ancestors().skip(1) {
+                if !ancestor.as_os_str().is_empty() {
+                    dirs.insert(self.root.join(ancestor));
+                }
+            }
+        }
+        dirs.into_iter().collect()
     }
 
     /// The writable directories in the spec's order, duplicates dropped.
@@ -460,20 +484,30 @@ pub fn bwrap_args(policy: &Policy, cwd: &Path, seccomp_fds: &[i32], argv: &[OsSt
     for dir in policy.visible.iter().filter(|d| d.is_dir()) {
         mount("--ro-bind", dir, dir);
     }
-    match &policy.pinned {
+    // Parents before what is in them: a bind covers what was mounted below
+    // its path before it.
+    let fd = |n: &i32| OsString::from(n.to_string());
+    let mut in_root: Vec<(PathBuf, &str, OsString)> = match &policy.pinned {
         Some(pinned) => {
-            for (fd, path) in &pinned.read_only {
-                mount("--ro-bind-fd", Path::new(&fd.to_string()), path);
-            }
+            let in_place = pinned.in_place.iter().map(|(n, p)| (p.clone(), "--bind-fd", fd(n)));
+            let read_only = pinned.read_only.iter().map(|(n, p)| (p.clone(), "--ro-bind-fd", fd(n)));
+            in_place.chain(read_only).collect()
         }
         None => {
-            for path in &policy.protected {
-                mount("--ro-bind", path, path);
-            }
-            for path in &policy.repositories {
-                mount("--ro-bind-try", path, path);
-            }
+            let by_path = |kind: &'static str| move |p: &PathBuf| (p.clone(), kind, p.clone().into_os_string());
+            let in_place = policy
+                .pinned_ancestors()
+                .iter()
+                .map(by_path("--bind-try"))
+                .collect::<Vec<_>>();
+            let protected = policy.protected.iter().map(by_path("--ro-bind"));
+            let repositories = policy.repositories.iter().map(by_path("--ro-bind-try"));
+            in_place.into_iter().chain(protected).chain(repositories).collect()
         }
+    };
+    in_root.sort_by(|a, b| a.0.cmp(&b.0));
+    for (destination, kind, source) in in_root {
+        args.extend([kind.into(), source, destination.into_os_string()]);
     }
     match &policy.cache {
         Some(CacheMount::Overlay { cache, upper, work }) => {
@@ -536,6 +570,11 @@ pub fn seatbelt_profile(policy: &Policy) -> String {
     }
     for path in policy.protected.iter().chain(&policy.repositories) {
         profile.push_str(&format!("(deny file-write* (subpath {}))\n", seatbelt_string(path)));
+    }
+    // The directories on the way to them: not renamed or removed (what is
+    // in them stays writable).
+    for dir in policy.pinned_ancestors() {
+        profile.push_str(&format!("(deny file-write* (literal {}))\n", seatbelt_string(&dir)));
     }
     for dir in &policy.hidden {
         profile.push_str(&format!(
@@ -636,7 +675,7 @@ mod tests {
             visible: vec![],
             network: false,
             protected: vec!["/home/u/project/.git".into()],
-            repositories: vec!["/home/u/project/sub/.git".into()],
+            repositories: vec!["/home/u/project/vendor/sub/.git".into()],
             hidden: vec![],
         }
     }
@@ -656,6 +695,8 @@ mod tests {
         assert!(text.starts_with("(version 1)\n(deny default)\n"));
         assert!(text.contains("    (subpath \"/home/u/project\")\n    (subpath \"/tmp/iota-1/tmp\")\n    (subpath \"/tmp\")\n    (subpath \"/home/u/.cache\")\n    (subpath \"/data\")\n"));
         assert!(text.contains("(deny file-write* (subpath \"/home/u/project/.git\"))"));
+        assert!(text.contains("(deny file-write* (literal \"/home/u/project/vendor\"))"));
+        assert!(text.contains("(deny file-write* (literal \"/home/u/project/vendor/sub\"))"));
         assert!(!text.contains("network"));
         let mut open = policy();
         open.network = true;
@@ -680,13 +721,19 @@ mod tests {
         assert!(joined.contains("--bind /tmp/iota-1/tmp /tmp"));
         assert!(joined.contains("--ro-bind-try /proc/sys /proc/sys"));
         assert!(joined.contains("--ro-bind /home/u/project/.git /home/u/project/.git"));
-        assert!(joined.contains("--ro-bind-try /home/u/project/sub/.git /home/u/project/sub/.git"));
+        assert!(joined.contains(
+            "--bind-try /home/u/project/vendor /home/u/project/vendor --bind-try /home/u/project/vendor/sub /home/u/project/vendor/sub --ro-bind-try /home/u/project/vendor/sub/.git /home/u/project/vendor/sub/.git"
+        ), "the way to a repository pinned, parents first: {joined}");
         assert!(joined.contains("--add-seccomp-fd 7"));
         assert!(joined.ends_with("--chdir /home/u/project -- bash -c true"));
         let mut pinned = policy();
         pinned.pinned = Some(Pinned {
             root: 9,
-            read_only: vec![(10, "/home/u/project/.git".into())],
+            in_place: vec![(11, "/home/u/project/vendor".into())],
+            read_only: vec![
+                (10, "/home/u/project/.git".into()),
+                (12, "/home/u/project/vendor/x/.git".into()),
+            ],
         });
         let joined = bwrap_args(&pinned, Path::new("/home/u/project"), &[], &[])
             .into_iter()
@@ -694,7 +741,7 @@ mod tests {
             .collect::<Vec<_>>()
             .join(" ");
         assert!(joined.contains("--bind-fd 9 /home/u/project --"), "{joined}");
-        assert!(joined.contains("--ro-bind-fd 10 /home/u/project/.git"), "{joined}");
+        assert!(joined.contains("--ro-bind-fd 10 /home/u/project/.git --bind-fd 11 /home/u/project/vendor --ro-bind-fd 12 /home/u/project/vendor/x/.git"), "{joined}");
         assert!(!joined.contains("--ro-bind /home/u/project/.git"), "{joined}");
     }
 }

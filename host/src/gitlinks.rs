@@ -1,0 +1,293 @@
+//! The submodules a repository's index records (its gitlinks): where git,
+//! run by the user in the repository, goes on into another repository on its
+//! own (`git status`, `git diff`, `git grep --recurse-submodules`) as soon as
+//! `<path>/.git` exists there. A sandboxed command that could create that
+//! `.git` (a directory, or a file naming a repository it made, with a
+//! `core.fsmonitor`) would run code the next time the user asks git for the
+//! status of the project; the sandbox keeps one there (`protected.rs`).
+//!
+//! The index is read as git writes it (`Documentation/gitformat-index.txt`):
+//! versions 2 to 4, SHA-1 or SHA-256 object names, prefix-compressed paths
+//! (v4), and a split index's shared part (its `link` extension), whose
+//! gitlinks are taken whole (one deleted in the split part is kept: a
+//! placeholder too many is harmless, one too few is not).
+
+use std::path::{Path, PathBuf};
+
+/// An index larger than this is not read (git's own are far smaller: a
+/// million entries take about 100 MiB).
+pub const MAX_INDEX_BYTES: u64 = 512 << 20;
+
+/// Why an index could not be read.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Unreadable {
+    /// Not an index git would read.
+    Malformed,
+    /// Past [`MAX_INDEX_BYTES`], or not a regular file.
+    NotAFile,
+}
+
+/// The gitlink paths (relative to the work tree) of the index at `index`,
+/// in the repository whose own directory is `git_dir`. No index is no
+/// gitlinks.
+pub fn read(git_dir: &Path, index: &Path) -> Result<Vec<PathBuf>, Unreadable> {
+    let Some(bytes) = read_regular(index)? else {
+        return Ok(Vec::new());
+    };
+    let hash = hash_len(git_dir);
+    let (mut links, shared) = parse(&bytes, hash)?;
+    if let Some(shared) = shared {
+        // The shared index sits beside the split one.
+        let path = index.with_file_name(format!("sharedindex.{shared}"));
+        if let Some(bytes) = read_regular(&path)? {
+            links.extend(parse(&bytes, hash)?.0);
+        }
+    }
+    links.sort();
+    links.dedup();
+    Ok(links)
+}
+
+/// The file at `path` if it is a regular one within bounds; `None` where
+/// there is none. Opened without blocking (a FIFO named `index` in a
+/// repository a command made must not hang the host).
+fn read_regular(path: &Path) -> Result<Option<Vec<u8>>, Unreadable> {
+    use rustix::fs::{FileType, Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOFOLLOW;
+    let fd = match rustix::fs::open(path, flags, Mode::empty()) {
+        Ok(fd) => fd,
+        Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => return Ok(None),
+        Err(_) => return Err(Unreadable::NotAFile),
+    };
+    let st = rustix::fs::fstat(&fd).map_err(|_| Unreadable::NotAFile)?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_size as u64 > MAX_INDEX_BYTES {
+        return Err(Unreadable::NotAFile);
+    }
+    let mut bytes = Vec::with_capacity(st.st_size as usize);
+    use std::io::Read;
+    std::fs::File::from(fd)
+        .take(MAX_INDEX_BYTES)
+        .read_to_end(&mut bytes)
+        .map_err(|_| Unreadable::NotAFile)?;
+    Ok(Some(bytes))
+}
+
+/// 32 where the repository's config says its objects are SHA-256, else 20
+/// (a linked worktree's config is its common directory's).
+fn hash_len(git_dir: &Path) -> usize {
+    let common = read_regular(&git_dir.join("commondir"))
+        .ok()
+        .flatten()
+        .map(|text| git_dir.join(String::from_utf8_lossy(&text).trim()))
+        .unwrap_or_else(|| git_dir.to_path_buf());
+    let config = read_regular(&common.join("config")).ok().flatten().unwrap_or_default();
+    let text = String::from_utf8_lossy(&config).to_ascii_lowercase();
+    let sha256 = text.lines().any(|line| {
+        let line: String = line.chars().filter(|c| !c.is_whitespace()).collect();
+        line == "objectformat=sha256"
+    });
+    if sha256 { 32 } else { 20 }
+}
+
+/// The gitlinks of one index file, and the shared index it names (hex).
+fn parse(bytes: &[u8], hash: usize) -> Result<(Vec<PathBuf>, Option<String>), Unreadable> {
+    use std::os::unix::ffi::OsStrExt;
+    let u32_at = |at: usize| -> Result<u32, Unreadable> {
+        let b = bytes.get(at..at + 4).ok_or(Unreadable::Malformed)?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    if bytes.get(..4) != Some(b"DIRC") {
+        return Err(Unreadable::Malformed);
+    }
+    let version = u32_at(4)?;
+    if !(2..=4).contains(&version) {
+        return Err(Unreadable::Malformed);
+    }
+    let count = u32_at(8)? as usize;
+    let mut at = 12;
+    let mut previous: Vec<u8> = Vec::new();
+    let mut links = Vec::new();
+    for _ in 0..count {
+        let start = at;
+        let mode = u32_at(at + 24)?;
+        let flags_at = at + 40 + hash;
+        let flags = u16::from_be_bytes(
+            bytes
+                .get(flags_at..flags_at + 2)
+                .ok_or(Unreadable::Malformed)?
+                .try_into()
+                .map_err(|_| Unreadable::Malformed)?,
+        );
+        at = flags_at + 2;
+        if version >= 3 && flags & 0x4000 != 0 {
+            at += 2;
+        }
+        let path = if version == 4 {
+            let (strip, used) = varint(bytes.get(at..).ok_or(Unreadable::Malformed)?)?;
+            at += used;
+            let keep = previous.len().checked_sub(strip).ok_or(Unreadable::Malformed)?;
+            let end =
+                at + memchr::memchr(0, bytes.get(at..).ok_or(Unreadable::Malformed)?).ok_or(Unreadable::Malformed)?;
+            let mut path = previous[..keep].to_vec();
+            path.extend_from_slice(&bytes[at..end]);
+            at = end + 1;
+            path
+        } else {
+            let end =
+                at + memchr::memchr(0, bytes.get(at..).ok_or(Unreadable::Malformed)?).ok_or(Unreadable::Malformed)?;
+            let path = bytes[at..end].to_vec();
+            // Padded with 1 to 8 NULs to a multiple of 8 from the entry's start.
+            at = start + ((end - start + 8) & !7);
+            path
+        };
+        // Only a path git itself would write: relative, no `.` or `..`
+        // (a crafted index must not name a place outside the work tree).
+        let plain = !path.is_empty()
+            && path
+                .split(|&b| b == b'/')
+                .all(|c| !c.is_empty() && c != b"." && c != b"..");
+        if mode & 0o170000 == 0o160000 && plain {
+            links.push(PathBuf::from(std::ffi::OsStr::from_bytes(&path)));
+        }
+        previous = path;
+    }
+    // Extensions, up to the trailing checksum.
+    let mut shared = None;
+    while at + 8 + hash <= bytes.len() {
+        let signature = &bytes[at..at + 4];
+        let size = u32_at(at + 4)? as usize;
+        let data = bytes.get(at + 8..at + 8 + size).ok_or(Unreadable::Malformed)?;
+        if signature == b"link" {
+            let oid = data.get(..hash).ok_or(Unreadable::Malformed)?;
+            shared = Some(oid.iter().map(|b| format!("{b:02x}")).collect());
+        }
+        at += 8 + size;
+    }
+    Ok((links, shared))
+}
+
+/// Git's offset varint (`varint.c`): seven bits a byte, high bit set on all
+/// but the last, each continuation adding one.
+fn varint(bytes: &[u8]) -> Result<(usize, usize), Unreadable> {
+    let mut iter = bytes.iter();
+    let mut c = *iter.next().ok_or(Unreadable::Malformed)?;
+    let mut value = usize::from(c & 0x7f);
+    let mut used = 1;
+    while c & 0x80 != 0 {
+        c = *iter.next().ok_or(Unreadable::Malformed)?;
+        used += 1;
+        value = value
+            .checked_add(1)
+            .and_then(|v| v.checked_mul(128))
+            .and_then(|v| v.checked_add(usize::from(c & 0x7f)))
+            .ok_or(Unreadable::Malformed)?;
+    }
+    Ok((value, used))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::process::Command;
+
+    fn git(dir: &Path, args: &[&str]) {
+        let out = Command::new("git")
+            .args([
+                "-c",
+                "protocol.file.allow=always",
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    /// A repository with submodules at `lib` and `deep/er/sub` and plain files
+    /// around them, its index written by git itself in `version`.
+    fn repository(version: &str, split: bool, object_format: &str) -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let sub = dir.path().join("sub");
+        std::fs::create_dir(&sub).unwrap();
+        git(&sub, &["init", "-q", &format!("--object-format={object_format}")]);
+        std::fs::write(sub.join("f"), "x").unwrap();
+        git(&sub, &["add", "f"]);
+        git(&sub, &["commit", "-qm", "s"]);
+        let main = dir.path().join("main");
+        std::fs::create_dir(&main).unwrap();
+        git(&main, &["init", "-q", &format!("--object-format={object_format}")]);
+        for (i, name) in ["a.txt", "deep/er/file", "deep/er/zz", "lib.rs", "libz/x"]
+            .iter()
+            .enumerate()
+        {
+            std::fs::create_dir_all(main.join(name).parent().unwrap()).unwrap();
+            std::fs::write(main.join(name), i.to_string()).unwrap();
+        }
+        git(&main, &["add", "."]);
+        let url = sub.to_str().unwrap();
+        git(&main, &["submodule", "add", "-q", url, "lib"]);
+        git(&main, &["submodule", "add", "-q", url, "deep/er/sub"]);
+        if split {
+            git(&main, &["update-index", "--split-index"]);
+            std::fs::write(main.join("later"), "y").unwrap();
+            git(&main, &["add", "later"]);
+        }
+        git(&main, &["update-index", "--index-version", version]);
+        (dir, main)
+    }
+
+    #[test]
+    fn gitlinks_are_read_from_every_index_git_writes() {
+        if Command::new("git").arg("--version").output().is_err() {
+            return;
+        }
+        for (version, split, format) in [
+            ("2", false, "sha1"),
+            ("3", false, "sha1"),
+            ("4", false, "sha1"),
+            ("4", true, "sha1"),
+            ("2", true, "sha1"),
+            ("4", false, "sha256"),
+        ] {
+            let (_dir, main) = repository(version, split, format);
+            let git_dir = main.join(".git");
+            let links = read(&git_dir, &git_dir.join("index")).unwrap();
+            assert_eq!(
+                links,
+                [PathBuf::from("deep/er/sub"), PathBuf::from("lib")],
+                "index v{version} split={split} {format}"
+            );
+        }
+    }
+
+    #[test]
+    fn what_is_not_an_index_is_refused_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        assert_eq!(read(d, &d.join("index")), Ok(vec![]), "none: no gitlinks");
+        std::fs::write(d.join("index"), b"DIRC\0\0\0\x02\0\0\0\x05short").unwrap();
+        assert_eq!(read(d, &d.join("index")), Err(Unreadable::Malformed));
+        std::fs::remove_file(d.join("index")).unwrap();
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            d.join("index"),
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert_eq!(
+            read(d, &d.join("index")),
+            Err(Unreadable::NotAFile),
+            "a FIFO does not block"
+        );
+    }
+}

@@ -716,6 +716,44 @@ fn a_bwrap_planted_on_path_is_not_the_sandbox() {
     );
 }
 
+/// A bubblewrap that is installed but cannot make a sandbox here (a
+/// library missing, user namespaces forbidden) leaves the set unsandboxed,
+/// as the spec says for a machine without one; the host says so at every
+/// start, naming the binary, rather than leaving the user to find out.
+#[test]
+fn an_installed_bwrap_that_cannot_sandbox_is_said_at_start() {
+    let Some(p) = sandboxed() else { return };
+    let p = p.config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n");
+    // Where a trusted binary may be: not under /tmp or /var/tmp.
+    let bin = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let bwrap = bin.path().join("bwrap");
+    std::fs::write(
+        &bwrap,
+        "#!/bin/sh\necho 'bwrap: error while loading shared libraries' >&2\nexit 127\n",
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&bwrap, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.path().display(), std::env::var("PATH").unwrap());
+    for _ in 0..2 {
+        let out = p
+            .command()
+            .env("PATH", &path)
+            .args(["call", "shell", r#"{"command":"true"}"#])
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.contains(&format!(
+                "{} is installed but cannot make a sandbox here",
+                bwrap.display()
+            )) && stderr
+                .contains("commands run WITHOUT a sandbox, with your permissions, and without asking: auto_run is on"),
+            "said at every start, the probe's answer remembered or not: {stderr}"
+        );
+    }
+}
+
 /// The gate and the run read an iota line at different moments; a line
 /// that needed no question when gated (it did not resolve to the binary
 /// then) runs sandboxed even if it resolves to the binary when it runs.
@@ -1274,6 +1312,71 @@ fn jobs_flooding_their_logs_stop_at_the_cap() {
     assert_eq!(capped, 6, "every log says where it stopped");
     let running = support::processes_matching("yes flood");
     assert!(running.len() >= 6, "the jobs go on: {running:?}");
+    // The session's end takes the logs with it: nothing is left in /tmp.
+    drop(host);
+    let left: Vec<_> = logs.iter().filter(|l| l.exists()).collect();
+    assert!(left.is_empty(), "logs left after the session: {left:?}");
+}
+
+/// A host killed with `kill -9` (an iota child stopped by its parent's
+/// timeout is killed so) cannot remove its directory under the temp
+/// directory, with what its sandboxed commands wrote to /tmp and their
+/// logs; the next host to run a command removes it, and leaves alone the
+/// one of a host still running.
+#[test]
+fn what_a_killed_host_left_in_tmp_is_removed_by_the_next() {
+    let Some(p) = sandboxed() else { return };
+    let temp = tempfile::tempdir().unwrap();
+    let scratch_dirs = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(temp.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|path| path.file_name().unwrap().to_string_lossy().starts_with("iota-"))
+            .collect()
+    };
+    let start = |command: &str| {
+        let mut cmd = p.command();
+        cmd.env("TMPDIR", temp.path())
+            .args(["call", "shell"])
+            .arg(json!({"command": command}).to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        cmd.spawn().unwrap()
+    };
+    let wait_for = |what: &dyn Fn() -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !what() {
+            assert!(std::time::Instant::now() < deadline, "timed out");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    let mut killed = start("head -c 5000000 /dev/zero > /tmp/big; echo written; sleep 60");
+    wait_for(&|| {
+        scratch_dirs()
+            .iter()
+            .any(|d| d.join("tmp/big").metadata().is_ok_and(|m| m.len() == 5_000_000))
+    });
+    let left = scratch_dirs();
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    assert!(left.iter().all(|d| d.exists()), "nothing removed it yet");
+    let mut running = start("echo alive > /tmp/mine; sleep 60");
+    wait_for(&|| scratch_dirs().iter().any(|d| d.join("tmp/mine").exists()));
+    let out = p
+        .command()
+        .env("TMPDIR", temp.path())
+        .args(["call", "shell", r#"{"command":"true"}"#])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(left.iter().all(|d| !d.exists()), "the killed host's directory is gone");
+    assert!(
+        scratch_dirs().iter().any(|d| d.join("tmp/mine").exists()),
+        "a running host's directory is left alone"
+    );
+    running.kill().unwrap();
+    running.wait().unwrap();
 }
 
 /// Every repository below the root is read-only inside the sandbox like the

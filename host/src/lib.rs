@@ -45,6 +45,7 @@ mod protected;
 mod provenance;
 mod registry;
 mod round;
+mod scratch;
 mod secret;
 mod session;
 mod shell;

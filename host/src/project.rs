@@ -73,7 +73,7 @@ impl ProjectRoot {
             })
             .collect::<Result<_, _>>()?;
         let Some((last, parents)) = names.split_last() else {
-            return Ok(self.duplicate()?);
+            return self.duplicate();
         };
         let mut dir = self.duplicate()?;
         for name in parents {

@@ -16,7 +16,9 @@ pub struct Session {
     state: Mutex<HashMap<String, ToolsetState>>,
     approved: Mutex<HashSet<(String, String)>>,
     jobs: Arc<Jobs>,
-    private_tmp: OnceLock<PathBuf>,
+    /// The session's directory under the system temp directory: its
+    /// private /tmp and its job logs (`scratch.rs`).
+    scratch: Mutex<Option<crate::scratch::Scratch>>,
     /// The hold on the project's placeholders, once a sandbox bound them.
     placeholders: Mutex<Option<crate::shell::placeholders::Placeholders>>,
     /// Bytes the session's command logs may still take on the host.
@@ -67,7 +69,7 @@ impl Default for Session {
             state: Mutex::default(),
             approved: Mutex::default(),
             jobs: Jobs::new(),
-            private_tmp: OnceLock::new(),
+            scratch: Mutex::default(),
             placeholders: Mutex::default(),
             repositories: Mutex::default(),
             log_budget: OnceLock::new(),
@@ -84,9 +86,7 @@ impl Drop for Session {
         self.jobs.kill_all();
         // After the jobs: the last session on the project removes them.
         drop(self.placeholders.lock().unwrap_or_else(|e| e.into_inner()).take());
-        if let Some(dir) = self.private_tmp.get() {
-            let _ = std::fs::remove_dir_all(dir.parent().unwrap_or(dir));
-        }
+        drop(self.scratch.lock().unwrap_or_else(|e| e.into_inner()).take());
     }
 }
 
@@ -143,18 +143,24 @@ impl Session {
     }
 
     /// The session's private directory, mounted as /tmp inside the sandbox
-    /// (created on first use, private to its owner).
+    /// (created on first use, private to its owner, removed with the
+    /// session or, if its process is killed, by the next host: `scratch.rs`).
     pub fn private_tmp(&self) -> std::io::Result<PathBuf> {
-        if let Some(dir) = self.private_tmp.get() {
-            return Ok(dir.clone());
+        self.scratch_subdir("tmp")
+    }
+
+    /// Where the session's command logs are (the same), shown read-only
+    /// inside the sandbox for the model to `tail`.
+    pub fn jobs_dir(&self) -> std::io::Result<PathBuf> {
+        self.scratch_subdir("jobs")
+    }
+
+    fn scratch_subdir(&self, name: &str) -> std::io::Result<PathBuf> {
+        let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        if scratch.is_none() {
+            *scratch = Some(crate::scratch::Scratch::create()?);
         }
-        // A fresh, unguessable name made here (never an existing directory).
-        let base = std::env::temp_dir().join(format!("iota-{}", crate::secret::token()));
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new().mode(0o700).create(&base)?;
-        let dir = base.join("tmp");
-        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-        Ok(self.private_tmp.get_or_init(|| dir).clone())
+        scratch.as_ref().map_or_else(|| unreachable!(), |s| s.subdir(name))
     }
 
     /// `paths` (relative to `project`'s root) made to exist for the

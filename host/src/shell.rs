@@ -282,9 +282,14 @@ impl ShellToolset {
                 cwd.display()
             ));
         }
+        // What an iota child killed by its timeout left (its scratch
+        // directory, with whatever its sandbox wrote to /tmp) goes now, not
+        // at the next start of a host.
+        crate::scratch::sweep_soon(&std::env::temp_dir());
         // The log directory first: the sandbox shows it only if it exists.
         let id = session.jobs().next_id();
-        let log = jobs_dir_created()
+        let log = session
+            .jobs_dir()
             .map_err(|e| format!("failed to run: {e}"))?
             .join(format!("{id}.log"));
         let (launch, contained) = self
@@ -402,7 +407,7 @@ impl ShellToolset {
             cache,
             home_only,
             extra_writable: self.config.write.clone(),
-            visible: vec![jobs_dir()],
+            visible: vec![session.jobs_dir()?],
             network: self.config.network,
             repositories: repositories
                 .own
@@ -780,27 +785,6 @@ pub fn cache_dir_path() -> Option<PathBuf> {
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
 }
 
-/// `/tmp/iota-jobs-<random>`: every command's log, uncapped. One per process,
-/// made by it (0700, never an existing one), so no one can plant a link in it
-/// or guess its name.
-pub fn jobs_dir() -> PathBuf {
-    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| std::env::temp_dir().join(format!("iota-jobs-{}", crate::secret::token())))
-        .clone()
-}
-
-fn jobs_dir_created() -> std::io::Result<PathBuf> {
-    static MADE: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
-    let dir = jobs_dir();
-    let mut made = MADE.lock().unwrap();
-    if !*made {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
-        *made = true;
-    }
-    Ok(dir)
-}
-
 /// The arguments of a shell call. (The tool's description is [`description`]:
 /// it depends on the interpreter and the sandbox.)
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -856,6 +840,24 @@ impl Toolset for ShellToolset {
     }
 
     fn notices(&self) -> Vec<String> {
+        if self.config.sandbox == SandboxMode::Auto && !self.sandbox.is_available() {
+            let failed = Sandbox::failed_bwrap(&sandbox::writable_dirs(&self.config, &self.root));
+            return failed
+                .map(|bwrap| {
+                    format!(
+                        "toolset \"shell\": {} is installed but cannot make a sandbox here (run `{} --unshare-user --unshare-pid --ro-bind / / --proc /proc --dev /dev true` to see why); commands run WITHOUT a sandbox, with your permissions{}",
+                        bwrap.display(),
+                        bwrap.display(),
+                        if self.config.auto_run {
+                            ", and without asking: auto_run is on"
+                        } else {
+                            ", and each asks first"
+                        }
+                    )
+                })
+                .into_iter()
+                .collect();
+        }
         if !self.sandboxed() {
             return Vec::new();
         }

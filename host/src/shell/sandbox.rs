@@ -47,6 +47,17 @@ impl Sandbox {
         }
     }
 
+    /// A `bwrap` this machine has that failed its probe, when that is why
+    /// there is no sandbox: said at every start, for a sandbox the user
+    /// installed and does not get is not a thing to find out from a file
+    /// written where it should not have been.
+    pub fn failed_bwrap(writable: &[PathBuf]) -> Option<PathBuf> {
+        if cfg!(target_os = "macos") {
+            return None;
+        }
+        find_trusted("bwrap", writable)
+    }
+
     /// Whether commands can be sandboxed.
     pub fn is_available(&self) -> bool {
         !matches!(self, Sandbox::Unavailable)

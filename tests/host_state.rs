@@ -37,15 +37,17 @@ fn compiled(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
 
 /// Inside the sandbox the state directory is an empty, read-only mount:
 /// nothing in it can be read (the key), changed or replaced. The home here
-/// is one a sandboxed command can see, with its `.cache` writable (the spec's
-/// cache directory, where the host state used to live); the state is at its
-/// default place under it.
+/// is one a sandboxed command can see whole (`home: visible`; by default
+/// it would not see the state's directory at all), with its `.cache`
+/// writable (the spec's cache directory, where the host state used to
+/// live); the state is at its default place under it.
 #[test]
 fn sandboxed_commands_cannot_see_or_change_the_host_state() {
     if !support::sandbox_works() {
         return;
     }
-    let p = Project::new().config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n      code:\n");
+    let p = Project::new()
+        .config("agents:\n  a:\n    tools:\n      shell: {auto_run: true, home: visible}\n      code:\n");
     p.write("a.txt", "hello\n");
     let home = support::visible_outside_dir();
     let run = |tool: &str, args: serde_json::Value| {

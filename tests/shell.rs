@@ -147,11 +147,9 @@ fn background_true_returns_at_once_and_the_notice_arrives() {
         notice,
         format!("[background job b{id} finished: exit 0 after Ns] sleep 2; echo done\ndone")
     );
-    assert_eq!(
-        std::fs::read_to_string(log).unwrap(),
-        "done\n",
-        "the log is left on disk"
-    );
+    // The log lasts as long as the session (the model may tail it until
+    // then); the session over, nothing of it is left in /tmp.
+    assert!(!std::path::Path::new(log).exists(), "the log went with the session");
 }
 
 #[test]

@@ -540,7 +540,10 @@ pub fn bwrap_args(policy: &Policy, cwd: &Path, seccomp_fds: &[i32], argv: &[OsSt
         args.extend(["--remount-ro".into(), home.into()]);
     }
     // Last, so that no writable bind above can uncover them.
-    for path in policy.hidden.iter().filter(|p| policy.shows(p)) {
+    // What is under another hidden directory is out of sight already (and
+    // there is no making a mount point in an empty read-only one).
+    let under_another = |p: &PathBuf| policy.hidden.iter().any(|h| h != p && p.starts_with(h));
+    for path in policy.hidden.iter().filter(|p| policy.shows(p) && !under_another(p)) {
         if path.is_dir() {
             args.extend(["--tmpfs".into(), path.into(), "--remount-ro".into(), path.into()]);
         } else if path.is_file() {

@@ -46,8 +46,8 @@ fn sandboxed_commands_cannot_see_or_change_the_host_state() {
     if !support::sandbox_works() {
         return;
     }
-    let p = Project::new()
-        .config("agents:\n  a:\n    tools:\n      shell: {auto_run: true, home: visible}\n      code:\n");
+    let p =
+        Project::new().config("agents:\n  a:\n    tools:\n      shell: {auto_run: true, home: visible}\n      code:\n");
     p.write("a.txt", "hello\n");
     let home = support::visible_outside_dir();
     let run = |tool: &str, args: serde_json::Value| {

@@ -640,10 +640,19 @@ impl ShellToolset {
         let real_cache = cache
             .filter(|c| !matches!(c, CacheMount::Private { .. }))
             .map(|c| c.path().to_path_buf());
+        // The toolchains' trees and the cache are searched near their top
+        // only; what `read:` adds, whole.
+        let toolchains = home::toolchains(home);
         let scope = |whole: bool, shown: &[PathBuf]| credentials::Scope {
             home: home.to_path_buf(),
             whole,
-            shown: shown.iter().cloned().chain(real_cache.clone()).collect(),
+            shown: shown.iter().filter(|p| !toolchains.contains(p)).cloned().collect(),
+            shallow: shown
+                .iter()
+                .filter(|p| toolchains.contains(p))
+                .cloned()
+                .chain(real_cache.clone())
+                .collect(),
             skip: skip.clone(),
         };
         let mut discovered = self.credentials.lock().unwrap_or_else(|e| e.into_inner());
@@ -671,11 +680,21 @@ impl ShellToolset {
                     credentials::TIME_BUDGET.as_millis()
                 )
             });
-            let toolchains = home::toolchains(home);
             let found = discovered.refresh(&scope(false, &toolchains)).to_vec();
             hidden.extend(found);
             shown = Some(toolchains);
         } else {
+            if cut_short {
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| {
+                    eprintln!(
+                        "iota-host: warning: the search of what sandboxed commands see of {} for credentials stopped at its bound ({} entries, {} ms); what it did not reach is shown unsearched: narrow read:",
+                        home.display(),
+                        credentials::MAX_ENTRIES,
+                        credentials::TIME_BUDGET.as_millis()
+                    )
+                });
+            }
             let named = shown.as_deref().unwrap_or_default();
             hidden.extend(found.into_iter().filter(|p| !named.contains(p)));
         }

@@ -654,6 +654,9 @@ pub fn table() -> String {
 /// Directories searched at most this deep below the home directory.
 pub const MAX_DEPTH: usize = 6;
 
+/// Levels of a [`Scope::shallow`] directory searched: itself and two below.
+pub const SHALLOW_DEPTH: usize = 3;
+
 /// Directory entries one search looks at, at most.
 pub const MAX_ENTRIES: usize = 100_000;
 
@@ -783,8 +786,13 @@ pub struct Scope {
     /// its dot-directories, the XDG directories and the app homes of snaps
     /// and Flatpaks; else only [`Scope::shown`].
     pub whole: bool,
-    /// Directories searched whole: what a hidden home shows, the real cache.
+    /// Directories searched whole: what `read:` shows.
     pub shown: Vec<PathBuf>,
+    /// Directories searched [`SHALLOW_DEPTH`] levels deep: the toolchains'
+    /// install trees and the real cache, large (a JDK, a Go module cache)
+    /// and holding no logins but near their top (`~/.cargo/credentials.toml`,
+    /// `~/.cache/huggingface/token`, each also in [`KNOWN`]).
+    pub shallow: Vec<PathBuf>,
     /// Directories never searched: what sandboxed commands may write (the
     /// root, `write:` paths). Their files are the commands' own, and would
     /// spend the search's bound before it reached the user's.
@@ -856,7 +864,7 @@ fn app_homes(home: &Path) -> Vec<PathBuf> {
 pub fn search(scope: &Scope) -> Discovered {
     let started = Instant::now();
     let home = scope.home.as_path();
-    let in_scope = |p: &Path| scope.whole || scope.shown.iter().any(|s| p.starts_with(s));
+    let in_scope = |p: &Path| scope.whole || scope.shown.iter().chain(&scope.shallow).any(|s| p.starts_with(s));
     let mut found: Vec<PathBuf> = KNOWN
         .iter()
         .map(|k| base_dir(k.base, home).join(k.path))
@@ -876,6 +884,7 @@ pub fn search(scope: &Scope) -> Discovered {
         queue.extend(app_homes(home).into_iter().map(|d| (d, 1)));
     }
     queue.extend(scope.shown.iter().map(|d| (d.clone(), 1)));
+    queue.extend(scope.shallow.iter().map(|d| (d.clone(), MAX_DEPTH + 1 - SHALLOW_DEPTH)));
     let mut visited = std::collections::HashSet::new();
     let (mut entries, mut cut_short) = (0usize, false);
     while let Some((dir, depth)) = queue.pop_front() {
@@ -1091,6 +1100,7 @@ mod tests {
             home: home.clone(),
             whole: true,
             shown: Vec::new(),
+            shallow: Vec::new(),
             skip: vec![home.join("dotfiles/config/nvim/project")],
         };
         let found = search(&scope);
@@ -1112,8 +1122,21 @@ mod tests {
             home: home.clone(),
             whole: false,
             shown: vec![home.join("snap")],
+            shallow: Vec::new(),
             skip: Vec::new(),
         };
         assert_eq!(search(&shown).found.len(), 1);
+        // A toolchain's tree only near its top.
+        write(".sdkman/candidates/java/17/lib/security/cacerts.key");
+        write(".sdkman/etc/token");
+        let shallow = Scope {
+            home: home.clone(),
+            whole: false,
+            shown: Vec::new(),
+            shallow: vec![home.join(".sdkman")],
+            skip: Vec::new(),
+        };
+        let found: Vec<PathBuf> = search(&shallow).found;
+        assert_eq!(found, [home.join(".sdkman/etc/token")]);
     }
 }

@@ -49,6 +49,7 @@ unless the row says end to end.",
     }
     if matches!(which.as_str(), "all" | "shell") {
         shell::run(&mut report);
+        shell::run_start(&mut report, &iota_host);
     }
     if matches!(which.as_str(), "all" | "mcp") {
         mcp::run(&mut report, &iota_host);

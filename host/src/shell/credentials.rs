@@ -980,15 +980,6 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_documented_list_is_the_table() {
-        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/credentials.md")).unwrap();
-        let table = table();
-        assert!(
-            doc.contains(&table),
-            "docs/credentials.md must hold the table of credentials.rs KNOWN; it is:\n{table}"
-        );
-    }
 
     #[test]
     fn names_that_hold_secrets_are_known_by_their_look() {

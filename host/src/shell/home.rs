@@ -112,12 +112,16 @@ mod tests {
     }
 
     #[test]
-    fn the_documented_list_is_the_table() {
+    fn the_documented_lists_are_the_tables() {
         let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/credentials.md")).unwrap();
-        let table = table();
-        assert!(
-            doc.contains(&table),
-            "docs/credentials.md must hold the table of home.rs TOOLCHAINS; it is:\n{table}"
-        );
+        for (list, table) in [
+            ("home.rs TOOLCHAINS", table()),
+            ("credentials.rs KNOWN", super::super::credentials::table()),
+        ] {
+            assert!(
+                doc.contains(&table),
+                "docs/credentials.md must hold the table of {list}; it is:\n{table}"
+            );
+        }
     }
 }

@@ -716,6 +716,83 @@ fn a_bwrap_planted_on_path_is_not_the_sandbox() {
     );
 }
 
+/// An iota child (a line that leaves the sandbox, run by this binary)
+/// dies with its host, however the host dies, and leaves nothing in the
+/// temp directory: with `kill -9` of the host, what the child's sandbox
+/// wrote to its /tmp goes at the next host's command; stopped by its
+/// parent's timeout, its directory goes when the parent's call ends.
+#[test]
+fn an_iota_child_dies_with_its_host_and_leaves_nothing_in_tmp() {
+    let Some(p) = sandboxed() else { return };
+    let p = p.config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n");
+    let temp = tempfile::tempdir().unwrap();
+    let scratch_dirs = || -> Vec<std::path::PathBuf> {
+        std::fs::read_dir(temp.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|path| path.file_name().unwrap().to_string_lossy().starts_with("iota-"))
+            .collect()
+    };
+    let tag = std::process::id();
+    let child_line = |inner: &str| {
+        let inner = json!({ "command": inner }).to_string();
+        format!("{} --non-interactive call shell '{inner}'", support::BIN)
+    };
+    let parent = |outer: serde_json::Value| {
+        let mut cmd = p.command();
+        cmd.env("TMPDIR", temp.path())
+            .args(["call", "shell"])
+            .arg(outer.to_string());
+        cmd
+    };
+    let wait_for = |what: &dyn Fn() -> bool| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !what() {
+            assert!(std::time::Instant::now() < deadline, "timed out");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    };
+    // The host killed while its child runs.
+    let mut host =
+        parent(json!({"command": child_line(&format!("head -c 3000000 /dev/zero > /tmp/big; sleep 601.{tag}"))}))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+    wait_for(&|| !support::processes_matching(&format!("sleep 601.{tag}")).is_empty());
+    host.kill().unwrap();
+    host.wait().unwrap();
+    wait_for(&|| support::processes_matching(&format!("sleep 601.{tag}")).is_empty());
+    let out = p
+        .command()
+        .env("TMPDIR", temp.path())
+        .args(["call", "shell", r#"{"command":"true"}"#])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        scratch_dirs(),
+        Vec::<std::path::PathBuf>::new(),
+        "the child's /tmp is gone"
+    );
+    // The child stopped by its parent's timeout.
+    let out = parent(json!({
+        "command": child_line(&format!("head -c 3000000 /dev/zero > /tmp/big; sleep 602.{tag}")),
+        "timeout": 3
+    }))
+    .output()
+    .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("timed out"), "{text}");
+    assert!(support::processes_matching(&format!("sleep 602.{tag}")).is_empty());
+    assert_eq!(
+        scratch_dirs(),
+        Vec::<std::path::PathBuf>::new(),
+        "nothing left when the parent is done"
+    );
+}
+
 /// A bubblewrap that is installed but cannot make a sandbox here (a
 /// library missing, user namespaces forbidden) leaves the set unsandboxed,
 /// as the spec says for a machine without one; the host says so at every

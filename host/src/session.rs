@@ -83,10 +83,14 @@ impl Default for Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
-        self.jobs.kill_all();
+        // Killed, and gone: an iota child among them lets go of its
+        // scratch directory only when it has exited.
+        self.jobs.kill_all_and_wait(std::time::Duration::from_secs(2));
         // After the jobs: the last session on the project removes them.
         drop(self.placeholders.lock().unwrap_or_else(|e| e.into_inner()).take());
         drop(self.scratch.lock().unwrap_or_else(|e| e.into_inner()).take());
+        // What the killed children left.
+        crate::scratch::sweep(&std::env::temp_dir());
     }
 }
 

@@ -515,6 +515,11 @@ impl ShellToolset {
             ));
         };
         let _ = std::fs::remove_file(&log);
+        if matches!(regime, Regime::Iota(_)) {
+            // An iota child stopped by its timeout could not remove its
+            // scratch directory: it goes now (the child has exited).
+            crate::scratch::sweep(&std::env::temp_dir());
+        }
         let mut text = outcome(&running.output(), &ending).map_err(fail)?;
         if !room {
             text.push_str(&format!(

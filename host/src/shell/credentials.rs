@@ -980,7 +980,6 @@ mod tests {
         }
     }
 
-
     #[test]
     fn names_that_hold_secrets_are_known_by_their_look() {
         for name in [

@@ -211,6 +211,19 @@ impl Jobs {
     }
 }
 
+impl Jobs {
+    /// [`Jobs::kill_all`], then waits until each has exited, `limit` at
+    /// most in all.
+    pub fn kill_all_and_wait(&self, limit: Duration) {
+        self.kill_all();
+        let deadline = std::time::Instant::now() + limit;
+        for job in self.jobs.lock().unwrap().iter() {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            job.run.wait(Some(left));
+        }
+    }
+}
+
 impl Drop for Jobs {
     fn drop(&mut self) {
         self.kill_all();

@@ -238,11 +238,23 @@ impl Running {
         let cgroup_procs = processes.as_mut().and_then(|p| p.take_procs());
         let cgroup = cgroup_procs.as_ref().map(|fd| fd.as_raw_fd());
         let max_processes = processes.as_ref().and_then(|p| p.rlimit());
+        let host = std::process::id() as i32;
         // SAFETY: between fork and exec the closure only makes system calls
-        // (close_range, fcntl, write, setrlimit) on values prepared before
-        // the fork.
+        // (prctl, getppid, close_range, fcntl, write, setrlimit) on values
+        // prepared before the fork.
         unsafe {
             command.pre_exec(move || {
+                // The command dies with the host, however the host dies (a
+                // `kill -9` too): an iota child left running would go on
+                // writing, holding its scratch directory for ever. (Spawned
+                // from the lasting spawner thread: the signal follows the
+                // forking thread, not the process.) A host already gone
+                // before the signal was armed is checked for after.
+                if nix::libc::prctl(nix::libc::PR_SET_PDEATHSIG, nix::libc::SIGKILL) == -1
+                    || nix::libc::getppid() != host
+                {
+                    return Err(std::io::Error::other("the host exited"));
+                }
                 // Nothing the host holds reaches the command but its stdio
                 // and what it is meant to inherit: every other descriptor
                 // (another session's files, wasmtime's, whatever the host

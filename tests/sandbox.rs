@@ -1210,6 +1210,52 @@ fn by_default_the_home_directory_shows_only_the_toolchains() {
     assert!(!home.join("new").exists() && !home.join(".cargo/bin/planted").exists());
 }
 
+/// What lies outside the home directory but is the user's all the same —
+/// XDG directories pointed elsewhere, a store a tool's variable names — is
+/// not in sight either: `gh`'s token under an `XDG_CONFIG_HOME` outside the
+/// home, uv's credentials under such an `XDG_DATA_HOME`, a `DOCKER_CONFIG`
+/// directory, in the default view; the variable's store with `home:
+/// visible` too. An ordinary file beside them stays readable.
+#[test]
+fn stores_outside_the_home_directory_are_out_of_sight_too() {
+    if !support::sandbox_works() {
+        return;
+    }
+    let base = support::visible_outside_dir();
+    let elsewhere = support::visible_outside_dir();
+    let e = elsewhere.path();
+    for (rel, text) in [
+        ("xdgconf/gh/hosts.yml", "HIDDEN-1"),
+        ("xdgdata/uv/credentials", "HIDDEN-2"),
+        ("docker/config.json", "HIDDEN-3"),
+        ("plain.txt", "SHOWN-1"),
+    ] {
+        std::fs::create_dir_all(e.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(e.join(rel), text).unwrap();
+    }
+    for shell in ["{}", "{home: visible}"] {
+        let p = visible_home_project(base.path(), shell);
+        let out = p
+            .command()
+            .env("XDG_CONFIG_HOME", e.join("xdgconf"))
+            .env("XDG_DATA_HOME", e.join("xdgdata"))
+            .env("DOCKER_CONFIG", e.join("docker"))
+            .args(["call", "shell"])
+            .arg(
+                json!({"command": format!(
+                    "cat {0}/xdgconf/gh/hosts.yml {0}/xdgdata/uv/credentials {0}/docker/config.json {0}/plain.txt 2>/dev/null; echo END",
+                    e.display()
+                )})
+                .to_string(),
+            )
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("SHOWN-1"), "{shell}: {text}");
+        assert!(!text.contains("HIDDEN"), "{shell}: {text}");
+    }
+}
+
 /// With `home: visible`, the search is not spent on what sandboxed
 /// commands write (a `write:` directory in the home, the root), and a
 /// search cut short by its bound shows the toolchains' view instead of

@@ -71,7 +71,8 @@ pub mod internals {
     pub use crate::session::Session;
     pub use crate::shell::ShellToolset;
     pub use crate::shell::credentials::{
-        Base as CredentialBase, KNOWN as KNOWN_CREDENTIALS, table as credentials_table,
+        Base as CredentialBase, KNOWN as KNOWN_CREDENTIALS, env_table as credential_variables_table,
+        table as credentials_table,
     };
     pub use crate::shell::home::{TOOLCHAINS as HOME_TOOLCHAINS, table as toolchains_table};
     pub use crate::shell::iota::{SimpleCommand, iota_call};

@@ -627,12 +627,14 @@ impl ShellToolset {
     /// (`credentials.rs`) but for a path the user named exactly under
     /// `read:`. A `home: visible` search that stopped at its bound shows
     /// the toolchains' view instead: what it did not reach is unknown.
-    fn home_view(
-        &self,
-        home: Option<&Path>,
-        cache: Option<&CacheMount>,
-    ) -> (Option<(PathBuf, Vec<PathBuf>)>, Vec<PathBuf>) {
+    fn home_view(&self, home: Option<&Path>, cache: Option<&CacheMount>) -> (Option<sandbox::HomeOnly>, Vec<PathBuf>) {
         let mut hidden: Vec<PathBuf> = crate::host_state::default_dir().into_iter().collect();
+        // Wherever a tool's variable says its store is.
+        let keep: Vec<&Path> = [Some(self.canonical_root.as_path()), home]
+            .into_iter()
+            .flatten()
+            .collect();
+        hidden.extend(credentials::env_stores(|var| std::env::var_os(var), &keep));
         // A home under /tmp is out of sight already: the private /tmp
         // stands in the real one's place.
         let Some(home) = home.filter(|h| !h.starts_with("/tmp")) else {
@@ -703,7 +705,13 @@ impl ShellToolset {
             let named = shown.as_deref().unwrap_or_default();
             hidden.extend(found.into_iter().filter(|p| !named.contains(p)));
         }
-        (shown.map(|shown| (home.to_path_buf(), shown)), hidden)
+        let only = shown.map(|shown| sandbox::HomeOnly {
+            roots: std::iter::once(home.to_path_buf())
+                .chain(xdg_outside(home, &keep))
+                .collect(),
+            shown,
+        });
+        (only, hidden)
     }
 
     /// The descriptors bubblewrap binds for `policy` (added to `inherit`):
@@ -791,6 +799,37 @@ impl ShellToolset {
         let key = crate::engine::sha256_hex(self.canonical_root.as_os_str().as_encoded_bytes());
         Some(crate::host_state::default_dir()?.join("sandbox-cache").join(&key[..32]))
     }
+}
+
+/// The user's XDG config, data and state directories where they are outside
+/// `home` (and outside /tmp, which the private /tmp hides): shown only in
+/// part like the home directory, for they hold the same stores. Only
+/// directories the user owns, holding none of `keep`, none inside another.
+fn xdg_outside(home: &Path, keep: &[&Path]) -> Vec<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
+    let uid = rustix::process::geteuid().as_raw();
+    let mut roots: Vec<PathBuf> = ["XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME"]
+        .iter()
+        .filter_map(std::env::var_os)
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .filter(|p| {
+            !p.starts_with(home)
+                && !p.starts_with("/tmp")
+                && !keep.iter().any(|k| k.starts_with(p))
+                && std::fs::metadata(p).is_ok_and(|m| m.is_dir() && m.uid() == uid)
+        })
+        .collect();
+    roots.sort();
+    roots.dedup();
+    let mut outermost: Vec<PathBuf> = Vec::new();
+    for root in roots {
+        if !outermost.iter().any(|o| root.starts_with(o)) {
+            outermost.push(root);
+        }
+    }
+    outermost
 }
 
 /// The home directory, when there is one.

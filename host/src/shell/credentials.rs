@@ -651,6 +651,194 @@ pub fn table() -> String {
     text
 }
 
+/// A credential store a tool keeps where an environment variable says,
+/// wherever that is (outside the home directory too).
+#[derive(Debug)]
+pub struct EnvStore {
+    /// The variable (a path; `KUBECONFIG` a list of them).
+    pub var: &'static str,
+    /// The files in that directory that are the store, or none for the
+    /// path itself.
+    pub files: &'static [&'static str],
+    /// The tool that reads it.
+    pub tool: &'static str,
+    /// Where its documentation says so.
+    pub docs: &'static str,
+}
+
+const fn env_store(
+    var: &'static str,
+    files: &'static [&'static str],
+    tool: &'static str,
+    docs: &'static str,
+) -> EnvStore {
+    EnvStore { var, files, tool, docs }
+}
+
+/// The stores the host's environment names.
+pub const ENV_STORES: &[EnvStore] = &[
+    env_store(
+        "DOCKER_CONFIG",
+        &[],
+        "Docker",
+        "https://docs.docker.com/reference/cli/docker/#environment-variables",
+    ),
+    env_store(
+        "GNUPGHOME",
+        &[],
+        "GnuPG",
+        "https://www.gnupg.org/documentation/manuals/gnupg/GPG-Configuration.html",
+    ),
+    env_store(
+        "AWS_SHARED_CREDENTIALS_FILE",
+        &[],
+        "AWS CLI",
+        "https://docs.aws.amazon.com/cli/latest/userguide/cli-configure-envvars.html",
+    ),
+    env_store(
+        "AWS_CONFIG_FILE",
+        &[],
+        "AWS CLI",
+        "https://docs.aws.amazon.com/cli/latest/userguide/cli-configure-envvars.html",
+    ),
+    env_store(
+        "KUBECONFIG",
+        &[],
+        "kubectl",
+        "https://kubernetes.io/docs/concepts/configuration/organize-cluster-access-kubeconfig/",
+    ),
+    env_store(
+        "GOOGLE_APPLICATION_CREDENTIALS",
+        &[],
+        "Google Cloud client libraries",
+        "https://cloud.google.com/docs/authentication/application-default-credentials",
+    ),
+    env_store(
+        "CLOUDSDK_CONFIG",
+        &[],
+        "gcloud",
+        "https://cloud.google.com/sdk/docs/configurations",
+    ),
+    env_store(
+        "AZURE_CONFIG_DIR",
+        &[],
+        "Azure CLI",
+        "https://learn.microsoft.com/en-us/cli/azure/azure-cli-configuration",
+    ),
+    env_store(
+        "GH_CONFIG_DIR",
+        &[],
+        "GitHub CLI",
+        "https://cli.github.com/manual/gh_help_environment",
+    ),
+    env_store(
+        "NPM_CONFIG_USERCONFIG",
+        &[],
+        "npm",
+        "https://docs.npmjs.com/cli/v10/using-npm/config#userconfig",
+    ),
+    env_store(
+        "NETRC",
+        &[],
+        "curl, Python's netrc, Go",
+        "https://everything.curl.dev/usingcurl/netrc.html",
+    ),
+    env_store(
+        "PGPASSFILE",
+        &[],
+        "PostgreSQL (libpq)",
+        "https://www.postgresql.org/docs/current/libpq-envars.html",
+    ),
+    env_store(
+        "PASSWORD_STORE_DIR",
+        &[],
+        "pass",
+        "https://git.zx2c4.com/password-store/about/",
+    ),
+    env_store(
+        "CARGO_HOME",
+        &["credentials.toml", "credentials"],
+        "Cargo",
+        "https://doc.rust-lang.org/cargo/reference/config.html#credentials",
+    ),
+    env_store(
+        "HF_HOME",
+        &["token", "stored_tokens"],
+        "Hugging Face Hub",
+        "https://huggingface.co/docs/huggingface_hub/package_reference/environment_variables",
+    ),
+    env_store(
+        "HF_TOKEN_PATH",
+        &[],
+        "Hugging Face Hub",
+        "https://huggingface.co/docs/huggingface_hub/package_reference/environment_variables",
+    ),
+    env_store(
+        "TF_CLI_CONFIG_FILE",
+        &[],
+        "Terraform",
+        "https://developer.hashicorp.com/terraform/cli/config/config-file",
+    ),
+    env_store("RCLONE_CONFIG", &[], "rclone", "https://rclone.org/docs/#config-string"),
+    env_store(
+        "ANSIBLE_VAULT_PASSWORD_FILE",
+        &[],
+        "Ansible",
+        "https://docs.ansible.com/ansible/latest/reference_appendices/config.html#default-vault-password-file",
+    ),
+    env_store(
+        "VAULT_CONFIG_PATH",
+        &[],
+        "HashiCorp Vault",
+        "https://developer.hashicorp.com/vault/docs/commands#vault_config_path",
+    ),
+];
+
+/// The [`ENV_STORES`] that `var` names and that exist: absolute paths only,
+/// never `/`, never one holding any of `keep` (the project, the home
+/// directory: hiding those would hide what commands work on).
+pub fn env_stores(var: impl Fn(&str) -> Option<std::ffi::OsString>, keep: &[&Path]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for store in ENV_STORES {
+        let Some(value) = var(store.var).filter(|v| !v.is_empty()) else {
+            continue;
+        };
+        for path in std::env::split_paths(&value).filter(|p| p.is_absolute()) {
+            let paths: Vec<PathBuf> = if store.files.is_empty() {
+                vec![path]
+            } else {
+                store.files.iter().map(|f| path.join(f)).collect()
+            };
+            found.extend(paths.into_iter().filter(|p| {
+                p.parent().is_some() && !keep.iter().any(|k| k.starts_with(p)) && std::fs::symlink_metadata(p).is_ok()
+            }));
+        }
+    }
+    found
+}
+
+/// [`ENV_STORES`] as the Markdown table docs/credentials.md holds.
+pub fn env_table() -> String {
+    let mut text = String::from("| variable | what of it | tool | documented at |\n|---|---|---|---|\n");
+    for store in ENV_STORES {
+        let what = if store.files.is_empty() {
+            "the path".to_string()
+        } else {
+            store
+                .files
+                .iter()
+                .map(|f| format!("`{f}` in it"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        text.push_str(&format!(
+            "| `{}` | {what} | {} | <{}> |\n",
+            store.var, store.tool, store.docs
+        ));
+    }
+    text
+}
+
 /// Directories searched at most this deep below the home directory.
 pub const MAX_DEPTH: usize = 6;
 
@@ -977,6 +1165,49 @@ mod tests {
         for store in KNOWN {
             assert!(store.docs.starts_with("https://"), "{store:?}");
             assert!(!store.path.starts_with('/') && !store.path.contains(".."), "{store:?}");
+        }
+    }
+
+    #[test]
+    fn stores_the_environment_names_are_found_wherever_they_are() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for rel in [
+            "docker/config.json",
+            "cargo/credentials.toml",
+            "kube/a",
+            "kube/b",
+            "project/x",
+        ] {
+            std::fs::create_dir_all(d.join(rel).parent().unwrap()).unwrap();
+            std::fs::write(d.join(rel), "secret").unwrap();
+        }
+        let vars = [
+            ("DOCKER_CONFIG", d.join("docker").into_os_string()),
+            ("CARGO_HOME", d.join("cargo").into_os_string()),
+            (
+                "KUBECONFIG",
+                std::env::join_paths([d.join("kube/a"), d.join("kube/b"), "relative".into()]).unwrap(),
+            ),
+            // A variable naming the project (or anything holding it) is
+            // not a store to hide; nor is `/` or what does not exist.
+            ("GNUPGHOME", d.into()),
+            ("PASSWORD_STORE_DIR", "/".into()),
+            ("NETRC", d.join("missing").into_os_string()),
+        ];
+        let var = |name: &str| vars.iter().find(|(n, _)| *n == name).map(|(_, v)| v.clone());
+        let found = env_stores(var, &[&d.join("project")]);
+        assert_eq!(
+            found,
+            [
+                d.join("docker"),
+                d.join("kube/a"),
+                d.join("kube/b"),
+                d.join("cargo/credentials.toml")
+            ]
+        );
+        for store in ENV_STORES {
+            assert!(store.docs.starts_with("https://"), "{store:?}");
         }
     }
 

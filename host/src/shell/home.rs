@@ -117,6 +117,7 @@ mod tests {
         for (list, table) in [
             ("home.rs TOOLCHAINS", table()),
             ("credentials.rs KNOWN", super::super::credentials::table()),
+            ("credentials.rs ENV_STORES", super::super::credentials::env_table()),
         ] {
             assert!(
                 doc.contains(&table),

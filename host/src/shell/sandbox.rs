@@ -276,9 +276,8 @@ pub struct Policy {
     /// The cache directory (`$XDG_CACHE_HOME` or `~/.cache`), and how
     /// commands write it.
     pub cache: Option<CacheMount>,
-    /// When commands see only part of the home directory: the home
-    /// directory, and the paths of it they see (read-only).
-    pub home_only: Option<(PathBuf, Vec<PathBuf>)>,
+    /// When commands see only part of the home directory (`home.rs`).
+    pub home_only: Option<HomeOnly>,
     /// Extra writable directories from `write:`.
     pub extra_writable: Vec<PathBuf>,
     /// Directories visible read-only at the same path even under the private
@@ -297,6 +296,16 @@ pub struct Policy {
     /// (`credentials.rs`). A directory is hidden under an empty read-only
     /// mount, a file under `/dev/null`.
     pub hidden: Vec<PathBuf>,
+}
+
+/// What of the user's own directories commands see when not all of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HomeOnly {
+    /// The directories shown only in part: the home directory, and the XDG
+    /// config, data and state directories where they are outside it.
+    pub roots: Vec<PathBuf>,
+    /// What of them is shown (read-only).
+    pub shown: Vec<PathBuf>,
 }
 
 /// Descriptors bubblewrap inherits and binds (`--bind-fd`, `--ro-bind-fd`),
@@ -374,12 +383,13 @@ impl Policy {
         {
             return false;
         }
-        let Some((home, shown)) = &self.home_only else {
+        let Some(only) = &self.home_only else {
             return true;
         };
         let cache = self.cache.as_ref().map(|c| c.path().to_path_buf());
-        !path.starts_with(home)
-            || shown
+        !only.roots.iter().any(|root| path.starts_with(root))
+            || only
+                .shown
                 .iter()
                 .chain(std::iter::once(&self.root))
                 .chain(&self.extra_writable)
@@ -472,9 +482,11 @@ pub fn bwrap_args(policy: &Policy, cwd: &Path, seccomp_fds: &[i32], argv: &[OsSt
     }
     // A hidden home first: what is bound below comes back on top of it (the
     // empty home is made read-only once every mount point is in it).
-    if let Some((home, shown)) = &policy.home_only {
-        args.extend(["--tmpfs".into(), home.into()]);
-        for path in shown {
+    if let Some(only) = &policy.home_only {
+        for root in &only.roots {
+            args.extend(["--tmpfs".into(), root.into()]);
+        }
+        for path in &only.shown {
             args.extend(["--ro-bind-try".into(), path.into(), path.into()]);
         }
     }
@@ -536,8 +548,10 @@ pub fn bwrap_args(policy: &Policy, cwd: &Path, seccomp_fds: &[i32], argv: &[OsSt
         }
         _ => {}
     }
-    if let Some((home, _)) = &policy.home_only {
-        args.extend(["--remount-ro".into(), home.into()]);
+    if let Some(only) = &policy.home_only {
+        for root in &only.roots {
+            args.extend(["--remount-ro".into(), root.into()]);
+        }
     }
     // Last, so that no writable bind above can uncover them.
     // What is under another hidden directory is out of sight already (and
@@ -570,10 +584,13 @@ pub fn seatbelt_profile(policy: &Policy) -> String {
     }
     profile.push_str(")\n");
     // Later rules win: the home directory unreadable, then what is shown of it.
-    if let Some((home, shown)) = &policy.home_only {
-        profile.push_str(&format!("(deny file-read* (subpath {}))\n", seatbelt_string(home)));
+    if let Some(only) = &policy.home_only {
+        for root in &only.roots {
+            profile.push_str(&format!("(deny file-read* (subpath {}))\n", seatbelt_string(root)));
+        }
         let cache = policy.cache.as_ref().map(|c| c.path().to_path_buf());
-        let visible = shown
+        let visible = only
+            .shown
             .iter()
             .chain(std::iter::once(&policy.root))
             .chain(&policy.extra_writable)

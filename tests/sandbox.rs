@@ -1641,6 +1641,87 @@ fn no_git_can_be_planted_where_a_submodule_or_nested_repository_is() {
     assert_eq!(untracked_evil(&status_after), untracked_evil(&status_before));
 }
 
+/// A root that is a directory of a larger repository (an agent pointed at
+/// `repo/pkg`): the enclosing repository's index records a submodule below
+/// the root, never checked out, and git enters a `.git` made there when the
+/// user asks for the status of the repository. None can be made. An index
+/// written by a sandboxed command (its own repository, recording a
+/// submodule 3,000 directories deep and 5,000 more) costs the next sandbox
+/// start a bounded amount: the commands still run, within moments.
+#[test]
+fn submodules_of_an_enclosing_repository_are_kept_and_a_crafted_index_is_bounded() {
+    let Some(p) = sandboxed() else { return };
+    let git = |args: &[&str], dir: &Path| {
+        let out = std::process::Command::new("git")
+            .args([
+                "-c",
+                "protocol.file.allow=always",
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let source = p.outside().join("source");
+    std::fs::create_dir_all(&source).unwrap();
+    git(&["init", "-q"], &source);
+    git(&["commit", "-q", "--allow-empty", "-m", "s"], &source);
+    git(&["init", "-q"], p.root());
+    std::fs::create_dir_all(p.path("pkg")).unwrap();
+    git(
+        &["submodule", "add", "-q", source.to_str().unwrap(), "pkg/vendor/lib"],
+        p.root(),
+    );
+    git(&["commit", "-qm", "m"], p.root());
+    git(&["submodule", "deinit", "-q", "-f", "pkg/vendor/lib"], p.root());
+    let host = support::LibraryHost::at(&p, &p.path("pkg"));
+    let proof = p.outside().join("PWNED");
+    let r = host.call(
+        "shell",
+        json!({"command": format!(
+            "cd vendor/lib && git init -q . && git config core.fsmonitor 'touch {}; false'; echo done",
+            proof.display()
+        )}),
+    );
+    assert!(r.text.contains("done"), "{}", r.text);
+    drop(host);
+    let _ = std::process::Command::new("git")
+        .arg("status")
+        .current_dir(p.root())
+        .output();
+    assert!(!proof.exists(), "a planted core.fsmonitor ran outside the sandbox");
+    assert!(!p.path("pkg/vendor/lib/.git").exists());
+    // A repository of the commands' own, its index written to multiply mounts.
+    let host = support::LibraryHost::at(&p, &p.path("pkg"));
+    let deep = vec!["a"; 3000].join("/");
+    let craft = format!(
+        "git init -q evil && cd evil && git update-index --add --cacheinfo 160000,1111111111111111111111111111111111111111,{deep} && for i in $(seq 1 5000); do echo \"160000 1111111111111111111111111111111111111111\tm/$i\"; done | git update-index --index-info && echo crafted"
+    );
+    let r = host.call("shell", json!({ "command": craft }));
+    assert!(r.text.contains("crafted"), "{}", r.text);
+    let started = std::time::Instant::now();
+    let r = host.call("shell", json!({"command": "echo still-runs"}));
+    assert!(r.text.contains("still-runs"), "{}", r.text);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        !p.path("pkg/evil/a").exists() && !p.path("pkg/evil/m").exists(),
+        "no placeholders for it"
+    );
+}
+
 /// An iota line's child checks its `--root` once and then holds that
 /// directory: the parent's sandbox renaming `sub` away and putting a link to
 /// `.git` (or anywhere) at its path while the child runs moves none of the

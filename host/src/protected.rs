@@ -7,7 +7,7 @@
 //! sandbox keeps the same places read-only (`shell/sandbox.rs`).
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, statat};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::ffi::{OsStr, OsString};
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
@@ -95,16 +95,55 @@ type Stamp = (u64, u64, i128, i64);
 pub struct Repositories {
     /// Every repository's own directory or `.git` file, sorted.
     pub own: Vec<PathBuf>,
-    /// The submodules' directories that the indexes of the root's
-    /// repository and of those below it record (`gitlinks.rs`), sorted: git
-    /// goes into a `.git` there on its own, so one must not be created.
+    /// The submodules' directories below the root that the indexes of the
+    /// repositories enclosing it, its own and those below it record
+    /// (`gitlinks.rs`), sorted: git goes into a `.git` there on its own, so
+    /// one must not be created.
     pub submodules: Vec<PathBuf>,
+    /// Repositories below the root whose submodules' places are not kept:
+    /// past [`MAX_SUBMODULE_MOUNTS`] after the ones git reads from the root.
+    pub unprotected: Vec<PathBuf>,
 }
 
-/// Submodules one sandbox start protects at most; a project recording more
-/// (a repository a command made, its index written to multiply mounts) is
-/// refused the sandbox rather than left partly unprotected.
-pub const MAX_SUBMODULES: usize = 4096;
+/// Read-only mounts the places of submodules may take at one sandbox
+/// start: a placeholder each and a mount for every directory on its way
+/// ([`mounts_for`]). An index can be written to multiply mounts (a
+/// repository a command made, recording thousands of submodules thousands
+/// of directories deep): the host's work, the placeholders it makes and
+/// bubblewrap's command line grow with it.
+pub const MAX_SUBMODULE_MOUNTS: usize = 4096;
+
+/// The mounts one submodule's place takes: its `.git`, and each directory
+/// from the root to it.
+fn mounts_for(place: &Path, root: &Path) -> usize {
+    place.strip_prefix(root).map_or(1, |rel| rel.components().count() + 1)
+}
+
+/// `entry` as the user knows it: relative to the root below it, else as it is.
+fn shown(entry: &Path, root: &Path) -> String {
+    match entry.strip_prefix(root) {
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => entry.display().to_string(),
+    }
+}
+
+/// Every repository enclosing `root` (the root being a directory of its
+/// work tree): its `.git` entry and the root's path in its work tree,
+/// nearest first. Found from where the root is now.
+fn enclosing(root: &Path) -> Vec<(PathBuf, PathBuf)> {
+    let Ok(real) = std::fs::canonicalize(root) else {
+        return Vec::new();
+    };
+    real.ancestors()
+        .skip(1)
+        .filter_map(|dir| {
+            let entry = dir.join(GIT_DIR);
+            std::fs::symlink_metadata(&entry).ok()?;
+            let prefix = real.strip_prefix(dir).ok()?.to_path_buf();
+            Some((entry, prefix))
+        })
+        .collect()
+}
 
 /// What the index knows of one directory.
 #[derive(Debug)]
@@ -122,36 +161,102 @@ impl RepositoryIndex {
     /// The repositories below `root` now, and the submodules their indexes
     /// record, walking what changed since the last call (everything, the
     /// first time or for another root).
-    pub fn refresh(&mut self, root: &Path) -> Repositories {
+    ///
+    /// Which indexes: first those git reads when the user asks for the
+    /// status of the project — every repository enclosing the root (a root
+    /// that is a subdirectory of a repository, or of a submodule), the
+    /// root's own, and, from theirs, each checked-out submodule's — whose
+    /// places must all be kept ([`MAX_SUBMODULE_MOUNTS`], or the sandbox
+    /// does not start: `Err` says why). Then those of the other
+    /// repositories below the root, nearest first, each while the bound
+    /// allows; one past it is named in [`Repositories::unprotected`].
+    pub fn refresh(&mut self, root: &Path) -> Result<Repositories, String> {
         let own = self.walk(root);
-        let mut work_trees: Vec<(PathBuf, &Path)> = vec![(root.join(GIT_DIR), root)];
-        work_trees.extend(
-            own.iter()
-                .filter(|found| found.file_name() == Some(OsStr::new(GIT_DIR)))
-                .filter_map(|found| Some((found.clone(), found.parent()?))),
-        );
         let mut indexes = HashMap::new();
         let mut submodules = BTreeSet::new();
-        for (entry, tree) in work_trees {
-            let Some(git_dir) = git_dir_of(&entry) else {
+        let mut cost = 0usize;
+        let mut unprotected = Vec::new();
+        // (the `.git` entry, where its gitlinks below `prefix` are, the
+        // prefix: the root's path in its work tree)
+        let mut chain: VecDeque<(PathBuf, PathBuf, PathBuf)> = enclosing(root)
+            .into_iter()
+            .map(|(entry, prefix)| (entry, root.to_path_buf(), prefix))
+            .collect();
+        chain.push_back((root.join(GIT_DIR), root.to_path_buf(), PathBuf::new()));
+        let mut done = BTreeSet::new();
+        while let Some((entry, base, prefix)) = chain.pop_front() {
+            if !done.insert(entry.clone()) {
+                continue;
+            }
+            let links = self.gitlinks(&entry, &mut indexes);
+            let below: Vec<PathBuf> = links
+                .iter()
+                .filter_map(|link| link.strip_prefix(&prefix).ok())
+                .filter(|rel| !rel.as_os_str().is_empty())
+                .map(|rel| base.join(rel))
+                .collect();
+            cost += below.iter().map(|p| mounts_for(p, root)).sum::<usize>();
+            if cost > MAX_SUBMODULE_MOUNTS {
+                return Err(format!(
+                    "{} records submodules whose places need more than {MAX_SUBMODULE_MOUNTS} read-only mounts; the sandbox keeps no fewer, so it does not start",
+                    shown(&entry, root)
+                ));
+            }
+            for sub in &below {
+                let dot_git = sub.join(GIT_DIR);
+                if std::fs::symlink_metadata(&dot_git).is_ok() {
+                    chain.push_back((dot_git, sub.clone(), PathBuf::new()));
+                }
+            }
+            submodules.extend(below);
+        }
+        let mut others: Vec<&PathBuf> = own
+            .iter()
+            .filter(|found| found.file_name() == Some(OsStr::new(GIT_DIR)) && !done.contains(*found))
+            .collect();
+        others.sort_by_key(|p| p.components().count());
+        for entry in others {
+            let Some(tree) = entry.parent() else {
                 continue;
             };
-            let index = git_dir.join("index");
-            let Some(stamp) = file_stamp(&index) else {
+            let below: Vec<PathBuf> = self
+                .gitlinks(entry, &mut indexes)
+                .iter()
+                .map(|link| tree.join(link))
+                .collect();
+            let more: usize = below.iter().map(|p| mounts_for(p, root)).sum();
+            if cost + more > MAX_SUBMODULE_MOUNTS {
+                unprotected.push(entry.clone());
                 continue;
-            };
-            let links = match self.indexes.remove(&index) {
-                Some((then, links)) if then == stamp => links,
-                _ => crate::gitlinks::read(&git_dir, &index).unwrap_or_default(),
-            };
-            submodules.extend(links.iter().map(|link| tree.join(link)));
-            indexes.insert(index, (stamp, links));
+            }
+            cost += more;
+            submodules.extend(below);
         }
         self.indexes = indexes;
-        Repositories {
+        Ok(Repositories {
             own,
             submodules: submodules.into_iter().collect(),
-        }
+            unprotected,
+        })
+    }
+
+    /// The gitlinks of the repository whose `.git` entry is `entry`, from
+    /// its index as last read if unchanged (kept in `indexes` for the next
+    /// refresh).
+    fn gitlinks(&mut self, entry: &Path, indexes: &mut HashMap<PathBuf, (Stamp, Vec<PathBuf>)>) -> Vec<PathBuf> {
+        let Some(git_dir) = git_dir_of(entry) else {
+            return Vec::new();
+        };
+        let index = git_dir.join("index");
+        let Some(stamp) = file_stamp(&index) else {
+            return Vec::new();
+        };
+        let links = match self.indexes.remove(&index).or_else(|| indexes.remove(&index)) {
+            Some((then, links)) if then == stamp => links,
+            _ => crate::gitlinks::read(&git_dir, &index).unwrap_or_default(),
+        };
+        indexes.insert(index, (stamp, links.clone()));
+        links
     }
 
     /// The repositories below `root` now (sorted).
@@ -389,7 +494,7 @@ mod tests {
                 .map(|p| p.strip_prefix(&root).unwrap().display().to_string())
                 .collect()
         };
-        let refresh = |index: &mut RepositoryIndex| index.refresh(&root).own;
+        let refresh = |index: &mut RepositoryIndex| index.refresh(&root).unwrap().own;
         assert_eq!(rel(refresh(&mut index)), ["src/sub/.git", "vendor/lib.git", "wt/.git"]);
         // A repository made later, deep down, is found by the next refresh.
         mkdirs("a/b/c/.git");

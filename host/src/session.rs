@@ -192,7 +192,7 @@ impl Session {
     /// a bare layout) and the submodules their indexes record, for the
     /// sandbox to keep read-only: walked once in the session, then only
     /// what changed (`protected::RepositoryIndex`).
-    pub fn repositories(&self, root: &std::path::Path) -> crate::protected::Repositories {
+    pub fn repositories(&self, root: &std::path::Path) -> Result<crate::protected::Repositories, String> {
         self.repositories.lock().unwrap().refresh(root)
     }
 

@@ -373,13 +373,22 @@ impl ShellToolset {
         let handle = self.project.handle();
         let cache = self.cache_mount();
         let (home_only, hidden) = self.home_view(home.as_deref(), cache.as_ref());
-        let repositories = session.repositories(&handle);
-        if repositories.submodules.len() > crate::protected::MAX_SUBMODULES {
-            return Err(std::io::Error::other(format!(
-                "the project's repositories record {} submodules; the sandbox keeps at most {} of them from being replaced, so it does not start",
-                repositories.submodules.len(),
-                crate::protected::MAX_SUBMODULES
-            )));
+        let repositories = session.repositories(&handle).map_err(std::io::Error::other)?;
+        static SAID: std::sync::Mutex<std::collections::BTreeSet<PathBuf>> =
+            std::sync::Mutex::new(std::collections::BTreeSet::new());
+        for unprotected in &repositories.unprotected {
+            if !SAID
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(unprotected.clone())
+            {
+                continue;
+            }
+            eprintln!(
+                "iota-host: warning: the submodules {} records are past the sandbox's bound ({} mounts): a .git can be made in their places",
+                unprotected.strip_prefix(&handle).unwrap_or(unprotected).display(),
+                crate::protected::MAX_SUBMODULE_MOUNTS
+            );
         }
         let below_root = |found: &PathBuf| found.strip_prefix(&handle).ok().map(Path::to_path_buf);
         // The root's own, and a `.git` in every submodule's place: a

@@ -59,10 +59,27 @@ impl Placeholders {
     /// placeholder. Nothing is made through a link, or below something that
     /// is not a directory. Returns those that exist.
     pub fn ensure(&self, paths: &[PathBuf]) -> Vec<PathBuf> {
-        paths.iter().filter(|rel| self.ensure_one(rel)).cloned().collect()
+        let mut made = Vec::new();
+        let exist = paths
+            .iter()
+            .filter(|rel| self.ensure_one(rel, &mut made))
+            .cloned()
+            .collect();
+        // One change of the record for them all.
+        if !made.is_empty() {
+            self.record(|paths| {
+                for path in made {
+                    if !paths.contains(&path) {
+                        paths.push(path);
+                    }
+                }
+            });
+        }
+        exist
     }
 
-    fn ensure_one(&self, rel: &Path) -> bool {
+    /// Makes `rel` exist, adding each directory it made to `made`.
+    fn ensure_one(&self, rel: &Path, made_here: &mut Vec<PathBuf>) -> bool {
         let names: Vec<&OsStr> = rel
             .components()
             .map_while(|c| match c {
@@ -88,11 +105,7 @@ impl Placeholders {
                     if rustix::fs::mkdirat(&dir, *name, Mode::from_raw_mode(0o755)).is_err() {
                         return false;
                     }
-                    self.record(|paths| {
-                        if !paths.contains(&made) {
-                            paths.push(made.clone());
-                        }
-                    });
+                    made_here.push(made.clone());
                 }
                 Err(_) => return false,
             }

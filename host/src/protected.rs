@@ -210,6 +210,7 @@ impl RepositoryIndex {
             }
             submodules.extend(below);
         }
+        let real_root = std::fs::canonicalize(root).ok();
         let mut others: Vec<&PathBuf> = own
             .iter()
             .filter(|found| found.file_name() == Some(OsStr::new(GIT_DIR)) && !done.contains(*found))
@@ -219,6 +220,15 @@ impl RepositoryIndex {
             let Some(tree) = entry.parent() else {
                 continue;
             };
+            // A `.git` file a command may have written names its repository:
+            // only one inside the root is read (the host reads what the
+            // sandbox may not, and the placeholders it makes would tell).
+            let inside = git_dir_of(entry)
+                .and_then(|dir| std::fs::canonicalize(dir).ok())
+                .is_some_and(|dir| real_root.as_ref().is_some_and(|root| dir.starts_with(root)));
+            if !inside {
+                continue;
+            }
             let below: Vec<PathBuf> = self
                 .gitlinks(entry, &mut indexes)
                 .iter()

@@ -1228,6 +1228,7 @@ fn stores_outside_the_home_directory_are_out_of_sight_too() {
         ("xdgconf/gh/hosts.yml", "HIDDEN-1"),
         ("xdgdata/uv/credentials", "HIDDEN-2"),
         ("docker/config.json", "HIDDEN-3"),
+        ("cargo-real/credentials.toml", "HIDDEN-4"),
         ("plain.txt", "SHOWN-1"),
     ] {
         std::fs::create_dir_all(e.join(rel).parent().unwrap()).unwrap();
@@ -1235,6 +1236,12 @@ fn stores_outside_the_home_directory_are_out_of_sight_too() {
     }
     for shell in ["{}", "{home: visible}"] {
         let p = visible_home_project(base.path(), shell);
+        // A toolchain directory that is a link to elsewhere: its store is
+        // hidden where it really is too.
+        let cargo = p.home().unwrap().join(".cargo");
+        if !cargo.exists() {
+            std::os::unix::fs::symlink(e.join("cargo-real"), &cargo).unwrap();
+        }
         let out = p
             .command()
             .env("XDG_CONFIG_HOME", e.join("xdgconf"))
@@ -1243,7 +1250,7 @@ fn stores_outside_the_home_directory_are_out_of_sight_too() {
             .args(["call", "shell"])
             .arg(
                 json!({"command": format!(
-                    "cat {0}/xdgconf/gh/hosts.yml {0}/xdgdata/uv/credentials {0}/docker/config.json {0}/plain.txt 2>/dev/null; echo END",
+                    "cat {0}/xdgconf/gh/hosts.yml {0}/xdgdata/uv/credentials {0}/docker/config.json {0}/cargo-real/credentials.toml ~/.cargo/credentials.toml {0}/plain.txt 2>/dev/null; echo END",
                     e.display()
                 )})
                 .to_string(),
@@ -1720,6 +1727,98 @@ fn submodules_of_an_enclosing_repository_are_kept_and_a_crafted_index_is_bounded
         !p.path("pkg/evil/a").exists() && !p.path("pkg/evil/m").exists(),
         "no placeholders for it"
     );
+    // Forty repositories, each with a 512 MiB (sparse) index: a new session
+    // reads a bounded part of them before its first sandbox.
+    let r = host.call(
+        "shell",
+        json!({"command": "for i in $(seq 40); do mkdir -p big$i/.git && truncate -s 536870912 big$i/.git/index; done; echo made"}),
+    );
+    assert!(r.text.contains("made"), "{}", r.text);
+    drop(host);
+    let host = support::LibraryHost::at(&p, &p.path("pkg"));
+    let started = std::time::Instant::now();
+    let r = host.call("shell", json!({"command": "echo still-runs"}));
+    assert!(r.text.contains("still-runs"), "{}", r.text);
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// A placeholder is kept while any session's root holds it: a session on
+/// `P/sub` (an iota child with a narrower `--root`) made `sub/.git`, a
+/// session on `P` bound it in its sandbox (the submodule's place); the
+/// narrower session's end leaves it, and the background job of the wider
+/// one, trying all along, never makes a repository there. When the last
+/// session ends, the placeholder goes.
+#[test]
+fn a_placeholder_stays_while_a_session_whose_root_holds_it_lives() {
+    let Some(p) = sandboxed() else { return };
+    let git = |args: &[&str], dir: &Path| {
+        let out = std::process::Command::new("git")
+            .args([
+                "-c",
+                "protocol.file.allow=always",
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+            ])
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    };
+    let source = p.outside().join("source");
+    std::fs::create_dir_all(&source).unwrap();
+    git(&["init", "-q"], &source);
+    git(&["commit", "-q", "--allow-empty", "-m", "s"], &source);
+    git(&["init", "-q"], p.root());
+    git(&["submodule", "add", "-q", source.to_str().unwrap(), "sub"], p.root());
+    git(&["commit", "-qm", "m"], p.root());
+    git(&["submodule", "deinit", "-q", "-f", "sub"], p.root());
+    std::fs::remove_dir_all(p.path(".git/modules/sub")).unwrap();
+    let narrower = support::LibraryHost::at(&p, &p.path("sub"));
+    let r = narrower.call("shell", json!({"command": "true"}));
+    assert!(!r.is_error, "{}", r.text);
+    assert!(p.path("sub/.git").is_dir(), "the narrower session's placeholder");
+    let wider = support::LibraryHost::new(&p);
+    let proof = p.outside().join("PWNED");
+    let r = wider.call(
+        "shell",
+        json!({"command": format!(
+            "exec > job.log 2>&1; while [ ! -e go ]; do sleep 0.05; done; if git init -q sub && git -C sub config core.fsmonitor 'touch {}; false'; then git -C sub -c user.name=m -c user.email=m@m commit -q --allow-empty -m x; fi; touch tried",
+            proof.display()
+        ), "background": true}),
+    );
+    assert!(!r.is_error, "{}", r.text);
+    // The narrower session ends; then the wider one's job tries.
+    drop(narrower);
+    std::fs::write(p.path("go"), "").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !p.path("tried").exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the job never tried: {}",
+            String::from_utf8_lossy(&std::fs::read(p.path("job.log")).unwrap_or_default())
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = std::process::Command::new("git")
+        .arg("status")
+        .current_dir(p.root())
+        .output();
+    assert!(!proof.exists(), "a planted core.fsmonitor ran outside the sandbox");
+    assert!(p.path("sub/.git").is_dir(), "kept while the wider session lives");
+    drop(wider);
+    assert!(!p.path("sub/.git").exists(), "removed by the last session");
+    assert!(!p.path("sub/HEAD").exists() && !p.path("sub/.iota").exists());
 }
 
 /// An iota line's child checks its `--root` once and then holds that

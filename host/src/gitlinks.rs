@@ -18,20 +18,25 @@ use std::path::{Path, PathBuf};
 /// million entries take about 100 MiB).
 pub const MAX_INDEX_BYTES: u64 = 512 << 20;
 
+/// A repository's `config` or `commondir` larger than this is not read.
+const MAX_SMALL_FILE: u64 = 64 << 10;
+
 /// Why an index could not be read.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Unreadable {
     /// Not an index git would read.
     Malformed,
-    /// Past [`MAX_INDEX_BYTES`], or not a regular file.
+    /// Past the bytes it may take, or not a regular file.
     NotAFile,
 }
 
 /// The gitlink paths (relative to the work tree) of the index at `index`,
-/// in the repository whose own directory is `git_dir`. No index is no
+/// in the repository whose own directory is `git_dir`, reading `max_bytes`
+/// of index at most (a split index's two parts together). No index is no
 /// gitlinks.
-pub fn read(git_dir: &Path, index: &Path) -> Result<Vec<PathBuf>, Unreadable> {
-    let Some(bytes) = read_regular(index)? else {
+pub fn read(git_dir: &Path, index: &Path, max_bytes: u64) -> Result<Vec<PathBuf>, Unreadable> {
+    let max_bytes = max_bytes.min(MAX_INDEX_BYTES);
+    let Some(bytes) = read_regular(index, max_bytes)? else {
         return Ok(Vec::new());
     };
     let hash = hash_len(git_dir);
@@ -39,7 +44,7 @@ pub fn read(git_dir: &Path, index: &Path) -> Result<Vec<PathBuf>, Unreadable> {
     if let Some(shared) = shared {
         // The shared index sits beside the split one.
         let path = index.with_file_name(format!("sharedindex.{shared}"));
-        if let Some(bytes) = read_regular(&path)? {
+        if let Some(bytes) = read_regular(&path, max_bytes.saturating_sub(bytes.len() as u64))? {
             links.extend(parse(&bytes, hash)?.0);
         }
     }
@@ -48,10 +53,10 @@ pub fn read(git_dir: &Path, index: &Path) -> Result<Vec<PathBuf>, Unreadable> {
     Ok(links)
 }
 
-/// The file at `path` if it is a regular one within bounds; `None` where
-/// there is none. Opened without blocking (a FIFO named `index` in a
+/// The file at `path` if it is a regular one of `max` bytes at most; `None`
+/// where there is none. Opened without blocking (a FIFO named `index` in a
 /// repository a command made must not hang the host).
-fn read_regular(path: &Path) -> Result<Option<Vec<u8>>, Unreadable> {
+fn read_regular(path: &Path, max: u64) -> Result<Option<Vec<u8>>, Unreadable> {
     use rustix::fs::{FileType, Mode, OFlags};
     let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOFOLLOW;
     let fd = match rustix::fs::open(path, flags, Mode::empty()) {
@@ -60,13 +65,13 @@ fn read_regular(path: &Path) -> Result<Option<Vec<u8>>, Unreadable> {
         Err(_) => return Err(Unreadable::NotAFile),
     };
     let st = rustix::fs::fstat(&fd).map_err(|_| Unreadable::NotAFile)?;
-    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_size as u64 > MAX_INDEX_BYTES {
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_size as u64 > max {
         return Err(Unreadable::NotAFile);
     }
     let mut bytes = Vec::with_capacity(st.st_size as usize);
     use std::io::Read;
     std::fs::File::from(fd)
-        .take(MAX_INDEX_BYTES)
+        .take(max)
         .read_to_end(&mut bytes)
         .map_err(|_| Unreadable::NotAFile)?;
     Ok(Some(bytes))
@@ -75,12 +80,15 @@ fn read_regular(path: &Path) -> Result<Option<Vec<u8>>, Unreadable> {
 /// 32 where the repository's config says its objects are SHA-256, else 20
 /// (a linked worktree's config is its common directory's).
 fn hash_len(git_dir: &Path) -> usize {
-    let common = read_regular(&git_dir.join("commondir"))
+    let common = read_regular(&git_dir.join("commondir"), MAX_SMALL_FILE)
         .ok()
         .flatten()
         .map(|text| git_dir.join(String::from_utf8_lossy(&text).trim()))
         .unwrap_or_else(|| git_dir.to_path_buf());
-    let config = read_regular(&common.join("config")).ok().flatten().unwrap_or_default();
+    let config = read_regular(&common.join("config"), MAX_SMALL_FILE)
+        .ok()
+        .flatten()
+        .unwrap_or_default();
     let text = String::from_utf8_lossy(&config).to_ascii_lowercase();
     let sha256 = text.lines().any(|line| {
         let line: String = line.chars().filter(|c| !c.is_whitespace()).collect();
@@ -259,7 +267,7 @@ mod tests {
         ] {
             let (_dir, main) = repository(version, split, format);
             let git_dir = main.join(".git");
-            let links = read(&git_dir, &git_dir.join("index")).unwrap();
+            let links = read(&git_dir, &git_dir.join("index"), MAX_INDEX_BYTES).unwrap();
             assert_eq!(
                 links,
                 [PathBuf::from("deep/er/sub"), PathBuf::from("lib")],
@@ -272,9 +280,13 @@ mod tests {
     fn what_is_not_an_index_is_refused_not_followed() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        assert_eq!(read(d, &d.join("index")), Ok(vec![]), "none: no gitlinks");
+        assert_eq!(
+            read(d, &d.join("index"), MAX_INDEX_BYTES),
+            Ok(vec![]),
+            "none: no gitlinks"
+        );
         std::fs::write(d.join("index"), b"DIRC\0\0\0\x02\0\0\0\x05short").unwrap();
-        assert_eq!(read(d, &d.join("index")), Err(Unreadable::Malformed));
+        assert_eq!(read(d, &d.join("index"), MAX_INDEX_BYTES), Err(Unreadable::Malformed));
         std::fs::remove_file(d.join("index")).unwrap();
         rustix::fs::mknodat(
             rustix::fs::CWD,
@@ -285,7 +297,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            read(d, &d.join("index")),
+            read(d, &d.join("index"), MAX_INDEX_BYTES),
             Err(Unreadable::NotAFile),
             "a FIFO does not block"
         );

@@ -113,6 +113,11 @@ pub struct Repositories {
 /// bubblewrap's command line grow with it.
 pub const MAX_SUBMODULE_MOUNTS: usize = 4096;
 
+/// Bytes of index one refresh reads at most for the repositories git does
+/// not read from the root (those a command could have made, as many as it
+/// likes): what they record past it is not protected, and said.
+pub const OTHER_INDEX_BYTES: u64 = 64 << 20;
+
 /// The mounts one submodule's place takes: its `.git`, and each directory
 /// from the root to it.
 fn mounts_for(place: &Path, root: &Path) -> usize {
@@ -188,7 +193,10 @@ impl RepositoryIndex {
             if !done.insert(entry.clone()) {
                 continue;
             }
-            let links = self.gitlinks(&entry, &mut indexes);
+            let links = self
+                .gitlinks(&entry, &mut indexes, crate::gitlinks::MAX_INDEX_BYTES)
+                .map(|(links, _)| links)
+                .unwrap_or_default();
             let below: Vec<PathBuf> = links
                 .iter()
                 .filter_map(|link| link.strip_prefix(&prefix).ok())
@@ -211,6 +219,7 @@ impl RepositoryIndex {
             submodules.extend(below);
         }
         let real_root = std::fs::canonicalize(root).ok();
+        let mut read_bytes = 0u64;
         let mut others: Vec<&PathBuf> = own
             .iter()
             .filter(|found| found.file_name() == Some(OsStr::new(GIT_DIR)) && !done.contains(*found))
@@ -229,11 +238,14 @@ impl RepositoryIndex {
             if !inside {
                 continue;
             }
-            let below: Vec<PathBuf> = self
-                .gitlinks(entry, &mut indexes)
-                .iter()
-                .map(|link| tree.join(link))
-                .collect();
+            // The bytes read for them bounded too: a command can make as
+            // many repositories as it likes, each with a large index.
+            let Some(links) = self.gitlinks(entry, &mut indexes, OTHER_INDEX_BYTES.saturating_sub(read_bytes)) else {
+                unprotected.push(entry.clone());
+                continue;
+            };
+            read_bytes += links.1;
+            let below: Vec<PathBuf> = links.0.iter().map(|link| tree.join(link)).collect();
             let more: usize = below.iter().map(|p| mounts_for(p, root)).sum();
             if cost + more > MAX_SUBMODULE_MOUNTS {
                 unprotected.push(entry.clone());
@@ -252,21 +264,31 @@ impl RepositoryIndex {
 
     /// The gitlinks of the repository whose `.git` entry is `entry`, from
     /// its index as last read if unchanged (kept in `indexes` for the next
-    /// refresh).
-    fn gitlinks(&mut self, entry: &Path, indexes: &mut HashMap<PathBuf, (Stamp, Vec<PathBuf>)>) -> Vec<PathBuf> {
+    /// refresh), and the bytes read for them now; `None` where its index is
+    /// larger than `max_bytes` (or not a file).
+    fn gitlinks(
+        &mut self,
+        entry: &Path,
+        indexes: &mut HashMap<PathBuf, (Stamp, Vec<PathBuf>)>,
+        max_bytes: u64,
+    ) -> Option<(Vec<PathBuf>, u64)> {
         let Some(git_dir) = git_dir_of(entry) else {
-            return Vec::new();
+            return Some((Vec::new(), 0));
         };
         let index = git_dir.join("index");
         let Some(stamp) = file_stamp(&index) else {
-            return Vec::new();
+            return Some((Vec::new(), 0));
         };
-        let links = match self.indexes.remove(&index).or_else(|| indexes.remove(&index)) {
-            Some((then, links)) if then == stamp => links,
-            _ => crate::gitlinks::read(&git_dir, &index).unwrap_or_default(),
+        let (links, read) = match self.indexes.remove(&index).or_else(|| indexes.remove(&index)) {
+            Some((then, links)) if then == stamp => (links, 0),
+            _ => match crate::gitlinks::read(&git_dir, &index, max_bytes) {
+                Ok(links) => (links, u64::try_from(stamp.3).unwrap_or(0)),
+                Err(crate::gitlinks::Unreadable::Malformed) => (Vec::new(), u64::try_from(stamp.3).unwrap_or(0)),
+                Err(crate::gitlinks::Unreadable::NotAFile) => return None,
+            },
         };
         indexes.insert(index, (stamp, links.clone()));
-        links
+        Some((links, read))
     }
 
     /// The repositories below `root` now (sorted).

@@ -647,7 +647,7 @@ impl ShellToolset {
         // A home under /tmp is out of sight already: the private /tmp
         // stands in the real one's place.
         let Some(home) = home.filter(|h| !h.starts_with("/tmp")) else {
-            return (None, hidden);
+            return (None, hidden_where_seen(hidden, &[]));
         };
         let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
         let skip: Vec<PathBuf> = std::iter::once(self.canonical_root.clone())
@@ -714,6 +714,7 @@ impl ShellToolset {
             let named = shown.as_deref().unwrap_or_default();
             hidden.extend(found.into_iter().filter(|p| !named.contains(p)));
         }
+        let hidden = hidden_where_seen(hidden, shown.as_deref().unwrap_or_default());
         let only = shown.map(|shown| sandbox::HomeOnly {
             roots: std::iter::once(home.to_path_buf())
                 .chain(xdg_outside(home, &keep))
@@ -808,6 +809,31 @@ impl ShellToolset {
         let key = crate::engine::sha256_hex(self.canonical_root.as_os_str().as_encoded_bytes());
         Some(crate::host_state::default_dir()?.join("sandbox-cache").join(&key[..32]))
     }
+}
+
+/// Where each of `hidden` must be hidden inside the sandbox: at the path it
+/// really is (links resolved: `/` is readable, so a store hidden only at a
+/// link's path, a toolchain directory that is a link elsewhere, would still
+/// be read at its own), and, for each directory of `shown` (bound in a
+/// hidden home from where it really is), where it appears below that
+/// directory. No destination goes through a link, which bubblewrap would
+/// follow out of the new root.
+fn hidden_where_seen(hidden: Vec<PathBuf>, shown: &[PathBuf]) -> Vec<PathBuf> {
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let shown: Vec<(PathBuf, PathBuf)> = shown.iter().map(|s| (s.clone(), real(s))).collect();
+    let mut all = Vec::with_capacity(hidden.len());
+    for path in hidden {
+        let real_path = real(&path);
+        for (seen, really) in &shown {
+            if let Ok(rel) = real_path.strip_prefix(really) {
+                all.push(seen.join(rel));
+            }
+        }
+        all.push(real_path);
+    }
+    all.sort();
+    all.dedup();
+    all
 }
 
 /// The user's XDG config, data and state directories where they are outside

@@ -4,18 +4,22 @@
 //! directory, where even that is missing: `gitlinks.rs`) — so that none can
 //! be created from inside (a read-only mount needs something to mount on).
 //!
-//! Why a lock: removing a directory that is a mount point in another mount
-//! namespace detaches that mount there. A session that removed its
-//! placeholders when it ended left every other session's sandboxes on the
-//! same project (and an iota child's parent's) free to create `.git` with a
-//! `core.fsmonitor` in it. So every session that binds placeholders holds a
-//! shared `flock` on one lock file per project in the host's state for as
-//! long as it lives; only a session that can take it exclusively when it
-//! ends (no other session of any process is left) removes them. Which
-//! directories are placeholders, and not the user's, is kept in a sealed
-//! record beside the lock, changed under a second lock. Without a host state
-//! nothing is ever removed: an empty directory left is harmless, a mount
-//! detached under a running sandbox is not.
+//! Why locks: removing a directory that is a mount point in another mount
+//! namespace detaches that mount there. A placeholder is mounted by every
+//! sandbox whose root holds it: its own session's, another session's on the
+//! same project, and one on any enclosing directory (an iota child with a
+//! narrower `--root` made `sub/.git`, its parent's sandbox on the project
+//! bound it, the child's end removed it, and the parent's sandbox could
+//! make `sub/.git` with a `core.fsmonitor` in it). So every session holds
+//! a shared `flock` on its root's lock file in the host's state for as long
+//! as it lives, and a placeholder is removed only by one that can take every
+//! lock of the directories above it exclusively: no session whose root
+//! holds it is left, in any process. Which directories are placeholders, and
+//! not the user's, is one sealed record for all projects, changed under its
+//! own lock, so what a session could not remove (or a killed one left) is
+//! removed by a later one. Without a host state nothing is ever removed: an
+//! empty directory left is harmless, a mount detached under a running
+//! sandbox is not.
 
 use crate::host_state::StateDir;
 use crate::project::ProjectRoot;
@@ -30,27 +34,32 @@ use std::sync::Arc;
 pub struct Placeholders {
     project: Arc<ProjectRoot>,
     state: Option<StateDir>,
-    /// The shared lock, held while the session lives.
+    /// The shared lock on the root's lock file, held while the session lives.
     held: Option<File>,
-    /// The lock file's and record's names in the state directory.
-    key: String,
+}
+
+/// The record of every placeholder made (absolute paths).
+const RECORD: &str = "placeholders";
+
+/// The lock file of the directory `dir`: held shared by each session whose
+/// root it is.
+fn lock_name(dir: &Path) -> String {
+    let key = crate::engine::sha256_hex(dir.as_os_str().as_encoded_bytes());
+    format!("placeholders-{}.lock", &key[..32])
 }
 
 impl Placeholders {
     /// A hold on `project`'s placeholders, taking the shared lock (waiting
-    /// while a last session removes them).
+    /// while a session ending removes placeholders below it).
     pub fn hold(project: &Arc<ProjectRoot>) -> Placeholders {
-        let key = crate::engine::sha256_hex(project.path().as_os_str().as_encoded_bytes());
-        let key = format!("placeholders-{}", &key[..32]);
         let state = StateDir::open_default().ok();
         let held = state
             .as_ref()
-            .and_then(|state| lock(state, &format!("{key}.lock"), FlockOperation::LockShared));
+            .and_then(|state| lock(state, &lock_name(project.path()), FlockOperation::LockShared));
         Placeholders {
             project: project.clone(),
             state,
             held,
-            key,
         }
     }
 
@@ -67,8 +76,10 @@ impl Placeholders {
             .collect();
         // One change of the record for them all.
         if !made.is_empty() {
+            let root = self.project.path();
             self.record(|paths| {
                 for path in made {
+                    let path = root.join(path);
                     if !paths.contains(&path) {
                         paths.push(path);
                     }
@@ -126,13 +137,9 @@ impl Placeholders {
         let Some(state) = &self.state else {
             return;
         };
-        let _guard = lock(
-            state,
-            &format!("{}.record.lock", self.key),
-            FlockOperation::LockExclusive,
-        );
+        let _guard = lock(state, &format!("{RECORD}.lock"), FlockOperation::LockExclusive);
         use std::os::unix::ffi::{OsStrExt, OsStringExt};
-        let bytes = state.read(&self.key).unwrap_or_default();
+        let bytes = state.read(RECORD).unwrap_or_default();
         // Records of older builds held names a line each.
         let separator = if bytes.contains(&0) { 0 } else { b'\n' };
         let mut paths: Vec<PathBuf> = bytes
@@ -144,34 +151,61 @@ impl Placeholders {
         let joined: Vec<&[u8]> = paths.iter().map(|p| p.as_os_str().as_bytes()).collect();
         let mut text = joined.join(&0u8);
         text.push(0);
-        let _ = state.write(&self.key, &text);
+        let _ = state.write(RECORD, &text);
     }
 }
 
 impl Drop for Placeholders {
-    /// The last session on the project removes the placeholders (each only
-    /// while still empty: a repository made there since is the user's).
+    /// Removes every placeholder no session's root holds any longer (each
+    /// only while still empty: a repository made there since is the
+    /// user's), this session's and those others could not.
     fn drop(&mut self) {
-        let Some(held) = &self.held else {
+        let (Some(state), Some(held)) = (&self.state, self.held.take()) else {
             return;
         };
-        if rustix::fs::flock(held, FlockOperation::NonBlockingLockExclusive).is_err() {
-            return;
-        }
+        drop(held);
         self.record(|paths| {
             // The deepest first: a submodule's `.git`, then its directory.
             paths.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
-            for path in paths.drain(..) {
-                let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
-                    continue;
-                };
-                let flags = OFlags::PATH | OFlags::DIRECTORY;
-                if let Ok(parent) = self.project.open_beneath(parent, flags) {
-                    let _ = rustix::fs::unlinkat(&parent, name, AtFlags::REMOVEDIR);
+            paths.retain(|path| {
+                if std::fs::symlink_metadata(path).is_err() {
+                    return false;
                 }
-            }
+                // Every directory above it, its lock taken exclusively: no
+                // session whose root holds it lives (and none starts until
+                // these are let go).
+                let mut taken = Vec::new();
+                for dir in path.ancestors().skip(1) {
+                    match lock(state, &lock_name(dir), FlockOperation::NonBlockingLockExclusive) {
+                        Some(file) => taken.push(file),
+                        None => return true,
+                    }
+                }
+                // Kept in the record only while it may still be removed
+                // later (a mount on it still): one no longer empty is the
+                // user's now, one no longer a directory not ours.
+                matches!(remove_empty(path), Err(rustix::io::Errno::BUSY))
+            });
         });
     }
+}
+
+/// Removes the empty directory `path`, reached from `/` without following
+/// a link.
+fn remove_empty(path: &Path) -> rustix::io::Result<()> {
+    use rustix::io::Errno;
+    let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(Errno::NOENT);
+    };
+    let mut dir = rustix::fs::open("/", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+    for component in parent.components() {
+        let Component::Normal(name) = component else {
+            continue;
+        };
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        dir = rustix::fs::openat(&dir, name, flags, Mode::empty())?;
+    }
+    rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR)
 }
 
 /// The lock file `name` in `state`, locked `how` (waiting for it).

@@ -134,7 +134,7 @@ pub fn run(report: &mut Report) {
 }
 
 /// Paired runs of this sandbox start, end to end.
-const START_RUNS: usize = 20;
+const START_RUNS: usize = 30;
 
 /// What a sandbox start costs, end to end as a user calls it (`iota-host
 /// call shell`, a new process and session each, so every run pays the
@@ -151,7 +151,7 @@ pub fn run_start(report: &mut Report, iota_host: &Path) {
     }
     let base = tempfile::tempdir().unwrap();
     let base = std::fs::canonicalize(base.path()).unwrap();
-    // A home with toolchains and 20,000 dot-files, and two projects: a small
+    // A home with toolchains and 60,000 dot-files, and two projects: a small
     // one, and one of 3,000 directories with 30 nested repositories and a
     // repository recording 30 submodules, none checked out.
     let home = base.join("home");
@@ -165,7 +165,7 @@ pub fn run_start(report: &mut Report, iota_host: &Path) {
     .enumerate()
     {
         std::fs::create_dir_all(home.join(dir)).unwrap();
-        for j in 0..5000 {
+        for j in 0..15_000 {
             std::fs::write(home.join(dir).join(format!("f{i}-{j}")), "").unwrap();
         }
     }
@@ -247,7 +247,7 @@ pub fn run_start(report: &mut Report, iota_host: &Path) {
     );
     let (ours, peer) = pair((&small, &visible), (&small, &hidden));
     report.row(
-        "home: visible (a home of 20,000 entries searched whole)",
+        "home: visible (a home of 60,000 entries; 45,000 searched)",
         ours,
         "home: hidden",
         Some(peer),

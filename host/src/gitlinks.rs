@@ -30,27 +30,45 @@ pub enum Unreadable {
     NotAFile,
 }
 
-/// The gitlink paths (relative to the work tree) of the index at `index`,
-/// in the repository whose own directory is `git_dir`, reading `max_bytes`
-/// of index at most (a split index's two parts together). No index is no
-/// gitlinks.
-pub fn read(git_dir: &Path, index: &Path, max_bytes: u64) -> Result<Vec<PathBuf>, Unreadable> {
-    let max_bytes = max_bytes.min(MAX_INDEX_BYTES);
-    let Some(bytes) = read_regular(index, max_bytes)? else {
-        return Ok(Vec::new());
+/// What one index records, as read.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Index {
+    /// The gitlink paths (relative to the work tree), sorted.
+    pub links: Vec<PathBuf>,
+    /// The shared index a split index named and that was read with it:
+    /// a later change of it is a change of the index.
+    pub shared: Option<PathBuf>,
+}
+
+/// The gitlinks of the index at `index`, in the repository whose own
+/// directory is `git_dir`, taking the bytes read from `budget` (a split
+/// index's two parts both; also where what is read turns out malformed).
+/// An index (or its shared part) larger than what is left of `budget`, or
+/// than [`MAX_INDEX_BYTES`], is not read. No index is no gitlinks.
+pub fn read(git_dir: &Path, index: &Path, budget: &mut u64) -> Result<Index, Unreadable> {
+    let Some(bytes) = read_regular(index, (*budget).min(MAX_INDEX_BYTES))? else {
+        return Ok(Index::default());
     };
+    *budget = budget.saturating_sub(bytes.len() as u64);
     let hash = hash_len(git_dir);
     let (mut links, shared) = parse(&bytes, hash)?;
+    let mut read_shared = None;
     if let Some(shared) = shared {
         // The shared index sits beside the split one.
         let path = index.with_file_name(format!("sharedindex.{shared}"));
-        if let Some(bytes) = read_regular(&path, max_bytes.saturating_sub(bytes.len() as u64))? {
+        let max = (*budget).min(MAX_INDEX_BYTES.saturating_sub(bytes.len() as u64));
+        if let Some(bytes) = read_regular(&path, max)? {
+            *budget = budget.saturating_sub(bytes.len() as u64);
             links.extend(parse(&bytes, hash)?.0);
         }
+        read_shared = Some(path);
     }
     links.sort();
     links.dedup();
-    Ok(links)
+    Ok(Index {
+        links,
+        shared: read_shared,
+    })
 }
 
 /// The file at `path` if it is a regular one of `max` bytes at most; `None`
@@ -194,11 +212,12 @@ fn varint(bytes: &[u8]) -> Result<(usize, usize), Unreadable> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use std::process::Command;
 
-    fn git(dir: &Path, args: &[&str]) {
+    /// Runs git in `dir`, asserting it succeeded.
+    pub(crate) fn git(dir: &Path, args: &[&str]) {
         let out = Command::new("git")
             .args([
                 "-c",
@@ -267,12 +286,20 @@ mod tests {
         ] {
             let (_dir, main) = repository(version, split, format);
             let git_dir = main.join(".git");
-            let links = read(&git_dir, &git_dir.join("index"), MAX_INDEX_BYTES).unwrap();
+            let mut budget = MAX_INDEX_BYTES;
+            let index = read(&git_dir, &git_dir.join("index"), &mut budget).unwrap();
             assert_eq!(
-                links,
+                index.links,
                 [PathBuf::from("deep/er/sub"), PathBuf::from("lib")],
                 "index v{version} split={split} {format}"
             );
+            // (Changing the version, git may write the index whole again.)
+            if !split || version == "2" {
+                assert_eq!(index.shared.is_some(), split, "index v{version} split={split} {format}");
+            }
+            let size = |path: &Path| std::fs::metadata(path).unwrap().len();
+            let spent = size(&git_dir.join("index")) + index.shared.as_deref().map_or(0, size);
+            assert_eq!(MAX_INDEX_BYTES - budget, spent, "both parts paid for");
         }
     }
 
@@ -280,13 +307,19 @@ mod tests {
     fn what_is_not_an_index_is_refused_not_followed() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
+        let mut budget = MAX_INDEX_BYTES;
         assert_eq!(
-            read(d, &d.join("index"), MAX_INDEX_BYTES),
-            Ok(vec![]),
+            read(d, &d.join("index"), &mut budget),
+            Ok(Index::default()),
             "none: no gitlinks"
         );
         std::fs::write(d.join("index"), b"DIRC\0\0\0\x02\0\0\0\x05short").unwrap();
-        assert_eq!(read(d, &d.join("index"), MAX_INDEX_BYTES), Err(Unreadable::Malformed));
+        assert_eq!(read(d, &d.join("index"), &mut budget), Err(Unreadable::Malformed));
+        assert_eq!(
+            budget,
+            MAX_INDEX_BYTES - 17,
+            "what was read is paid for, malformed or not"
+        );
         std::fs::remove_file(d.join("index")).unwrap();
         rustix::fs::mknodat(
             rustix::fs::CWD,
@@ -297,7 +330,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(
-            read(d, &d.join("index"), MAX_INDEX_BYTES),
+            read(d, &d.join("index"), &mut budget),
             Err(Unreadable::NotAFile),
             "a FIFO does not block"
         );

@@ -82,8 +82,17 @@ pub struct RepositoryIndex {
     dirs: HashMap<PathBuf, Listed>,
     /// Directories found below the ones listed, not listed yet.
     pending: Vec<PathBuf>,
-    /// The gitlinks of each index read, with the index's stamp then.
-    indexes: HashMap<PathBuf, (Stamp, Vec<PathBuf>)>,
+    /// The gitlinks of each index read, with the stamps it had then.
+    indexes: HashMap<PathBuf, ReadIndex>,
+}
+
+/// One index as read: its stamp and its shared part's then (a split
+/// index's shared part can change on its own), and its gitlinks.
+#[derive(Debug, Clone)]
+struct ReadIndex {
+    stamp: Stamp,
+    shared: Option<(PathBuf, Option<Stamp>)>,
+    links: Vec<PathBuf>,
 }
 
 /// A file's device, inode, change time (ns) and size.
@@ -194,8 +203,7 @@ impl RepositoryIndex {
                 continue;
             }
             let links = self
-                .gitlinks(&entry, &mut indexes, crate::gitlinks::MAX_INDEX_BYTES)
-                .map(|(links, _)| links)
+                .gitlinks(&entry, &mut indexes, &mut crate::gitlinks::MAX_INDEX_BYTES.clone())
                 .unwrap_or_default();
             let below: Vec<PathBuf> = links
                 .iter()
@@ -219,7 +227,7 @@ impl RepositoryIndex {
             submodules.extend(below);
         }
         let real_root = std::fs::canonicalize(root).ok();
-        let mut read_bytes = 0u64;
+        let mut budget = OTHER_INDEX_BYTES;
         let mut others: Vec<&PathBuf> = own
             .iter()
             .filter(|found| found.file_name() == Some(OsStr::new(GIT_DIR)) && !done.contains(*found))
@@ -240,12 +248,11 @@ impl RepositoryIndex {
             }
             // The bytes read for them bounded too: a command can make as
             // many repositories as it likes, each with a large index.
-            let Some(links) = self.gitlinks(entry, &mut indexes, OTHER_INDEX_BYTES.saturating_sub(read_bytes)) else {
+            let Some(links) = self.gitlinks(entry, &mut indexes, &mut budget) else {
                 unprotected.push(entry.clone());
                 continue;
             };
-            read_bytes += links.1;
-            let below: Vec<PathBuf> = links.0.iter().map(|link| tree.join(link)).collect();
+            let below: Vec<PathBuf> = links.iter().map(|link| tree.join(link)).collect();
             let more: usize = below.iter().map(|p| mounts_for(p, root)).sum();
             if cost + more > MAX_SUBMODULE_MOUNTS {
                 unprotected.push(entry.clone());
@@ -263,32 +270,48 @@ impl RepositoryIndex {
     }
 
     /// The gitlinks of the repository whose `.git` entry is `entry`, from
-    /// its index as last read if unchanged (kept in `indexes` for the next
-    /// refresh), and the bytes read for them now; `None` where its index is
-    /// larger than `max_bytes` (or not a file).
+    /// its index as last read if neither it nor its shared part changed
+    /// (kept in `indexes` for the next refresh), else read now, paid from
+    /// `budget`; `None` where what is left of it is too little (or the
+    /// index not a file).
     fn gitlinks(
         &mut self,
         entry: &Path,
-        indexes: &mut HashMap<PathBuf, (Stamp, Vec<PathBuf>)>,
-        max_bytes: u64,
-    ) -> Option<(Vec<PathBuf>, u64)> {
+        indexes: &mut HashMap<PathBuf, ReadIndex>,
+        budget: &mut u64,
+    ) -> Option<Vec<PathBuf>> {
+        // No repository there, or no index: no gitlinks.
         let Some(git_dir) = git_dir_of(entry) else {
-            return Some((Vec::new(), 0));
+            return Some(Vec::new());
         };
         let index = git_dir.join("index");
         let Some(stamp) = file_stamp(&index) else {
-            return Some((Vec::new(), 0));
+            return Some(Vec::new());
         };
-        let (links, read) = match self.indexes.remove(&index).or_else(|| indexes.remove(&index)) {
-            Some((then, links)) if then == stamp => (links, 0),
-            _ => match crate::gitlinks::read(&git_dir, &index, max_bytes) {
-                Ok(links) => (links, u64::try_from(stamp.3).unwrap_or(0)),
-                Err(crate::gitlinks::Unreadable::Malformed) => (Vec::new(), u64::try_from(stamp.3).unwrap_or(0)),
-                Err(crate::gitlinks::Unreadable::NotAFile) => return None,
-            },
+        let unchanged = |then: &ReadIndex| {
+            then.stamp == stamp && then.shared.as_ref().is_none_or(|(path, was)| file_stamp(path) == *was)
         };
-        indexes.insert(index, (stamp, links.clone()));
-        Some((links, read))
+        let read = match self.indexes.remove(&index).or_else(|| indexes.remove(&index)) {
+            Some(then) if unchanged(&then) => then,
+            _ => {
+                let (links, shared) = match crate::gitlinks::read(&git_dir, &index, budget) {
+                    Ok(read) => (read.links, read.shared),
+                    Err(crate::gitlinks::Unreadable::Malformed) => (Vec::new(), None),
+                    Err(crate::gitlinks::Unreadable::NotAFile) => return None,
+                };
+                ReadIndex {
+                    stamp,
+                    shared: shared.map(|path| {
+                        let stamp = file_stamp(&path);
+                        (path, stamp)
+                    }),
+                    links,
+                }
+            }
+        };
+        let links = read.links.clone();
+        indexes.insert(index, read);
+        Some(links)
     }
 
     /// The repositories below `root` now (sorted).
@@ -543,6 +566,64 @@ mod tests {
             rel(refresh(&mut index)),
             ["a-moved/b/c/.git", "vendor/lib.git", "wt/.git"]
         );
+    }
+
+    /// A split index's shared part is paid for from the budget with it,
+    /// and a change of the shared part alone is a change of the index.
+    #[test]
+    fn a_split_index_is_paid_for_whole_and_changes_with_its_shared_part() {
+        use crate::gitlinks::tests::git;
+        if std::process::Command::new("git").arg("--version").output().is_err() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap().join("root");
+        let split_repository = |at: &Path, gitlink: &str| -> PathBuf {
+            std::fs::create_dir_all(at).unwrap();
+            git(at, &["init", "-q"]);
+            let oid = "1".repeat(40);
+            git(
+                at,
+                &[
+                    "update-index",
+                    "--add",
+                    "--cacheinfo",
+                    &format!("160000,{oid},{gitlink}"),
+                ],
+            );
+            git(at, &["update-index", "--split-index"]);
+            std::fs::read_dir(at.join(".git"))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("sharedindex."))
+                .unwrap()
+        };
+        let r0 = root.join("r0");
+        let shared = split_repository(&r0, "lib");
+        let mut index = RepositoryIndex::default();
+        let submodules = |index: &mut RepositoryIndex| index.refresh(&root).unwrap().submodules;
+        assert_eq!(submodules(&mut index), [r0.join("lib")]);
+        // Another shared part written in its place, the index untouched.
+        let elsewhere = split_repository(&dir.path().join("other"), "elsewhere");
+        std::fs::write(&shared, std::fs::read(&elsewhere).unwrap()).unwrap();
+        assert_eq!(submodules(&mut index), [r0.join("elsewhere")]);
+        // A 30 MiB shared part, hard-linked beside four copies of the split
+        // index: two fit in the budget, the others are not read.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&shared)
+            .unwrap()
+            .set_len(30 << 20)
+            .unwrap();
+        for i in 1..=4 {
+            let git_dir = root.join(format!("r{i}/.git"));
+            std::fs::create_dir_all(&git_dir).unwrap();
+            std::fs::copy(r0.join(".git/index"), git_dir.join("index")).unwrap();
+            std::fs::hard_link(&shared, git_dir.join(shared.file_name().unwrap())).unwrap();
+        }
+        let unprotected = index.refresh(&root).unwrap().unprotected;
+        let expected: Vec<PathBuf> = (2..=4).map(|i| root.join(format!("r{i}/.git"))).collect();
+        assert_eq!(unprotected, expected);
     }
 
     #[test]

@@ -6,12 +6,37 @@ use crate::support;
 
 use serde_json::json;
 use std::os::unix::fs::MetadataExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use support::{Project, assert_err};
 
 /// The default shell set: sandboxed, network blocked.
 fn sandboxed() -> Option<Project> {
     support::sandbox_works().then(|| Project::new().config("agents:\n  a:\n    tools:\n      shell:\n      code:\n"))
+}
+
+/// Runs git in `dir` (no system config, an identity for commits, local
+/// submodules allowed), asserting it succeeded; its output.
+fn git(args: &[&str], dir: &Path) -> String {
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "protocol.file.allow=always",
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+        ])
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn sh(p: &Project, command: &str) -> support::Result {
@@ -1516,14 +1541,6 @@ fn what_a_killed_host_left_in_tmp_is_removed_by_the_next() {
 fn every_repository_below_the_root_is_read_only_inside() {
     let Some(p) = sandboxed() else { return };
     let host = support::LibraryHost::new(&p);
-    let git = |args: &[&str], dir: &Path| {
-        let ok = std::process::Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
-    };
     std::fs::create_dir_all(p.path("sub")).unwrap();
     git(&["init", "-q"], &p.path("sub"));
     git(&["init", "-q", "--bare", "vendor/lib.git"], p.root());
@@ -1558,28 +1575,6 @@ fn every_repository_below_the_root_is_read_only_inside() {
 #[test]
 fn no_git_can_be_planted_where_a_submodule_or_nested_repository_is() {
     let Some(p) = sandboxed() else { return };
-    let git = |args: &[&str], dir: &Path| {
-        let out = std::process::Command::new("git")
-            .args([
-                "-c",
-                "protocol.file.allow=always",
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-            ])
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
     let source = p.outside().join("source");
     std::fs::create_dir_all(&source).unwrap();
     git(&["init", "-q"], &source);
@@ -1658,26 +1653,6 @@ fn no_git_can_be_planted_where_a_submodule_or_nested_repository_is() {
 #[test]
 fn submodules_of_an_enclosing_repository_are_kept_and_a_crafted_index_is_bounded() {
     let Some(p) = sandboxed() else { return };
-    let git = |args: &[&str], dir: &Path| {
-        let out = std::process::Command::new("git")
-            .args([
-                "-c",
-                "protocol.file.allow=always",
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-            ])
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
     let source = p.outside().join("source");
     std::fs::create_dir_all(&source).unwrap();
     git(&["init", "-q"], &source);
@@ -1755,26 +1730,65 @@ fn submodules_of_an_enclosing_repository_are_kept_and_a_crafted_index_is_bounded
 #[test]
 fn a_placeholder_stays_while_a_session_whose_root_holds_it_lives() {
     let Some(p) = sandboxed() else { return };
-    let git = |args: &[&str], dir: &Path| {
-        let out = std::process::Command::new("git")
-            .args([
-                "-c",
-                "protocol.file.allow=always",
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t",
-            ])
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+    with_an_absent_submodule(&p);
+    let narrower = support::LibraryHost::at(&p, &p.path("sub"));
+    let r = narrower.call("shell", json!({"command": "true"}));
+    assert!(!r.is_error, "{}", r.text);
+    assert!(p.path("sub/.git").is_dir(), "the narrower session's placeholder");
+    let wider = support::LibraryHost::new(&p);
+    let proof = start_planting_in_sub(&p, &wider);
+    // The narrower session ends; then the wider one's job tries.
+    drop(narrower);
+    let_the_planter_try(&p, &proof);
+    assert!(p.path("sub/.git").is_dir(), "kept while the wider session lives");
+    drop(wider);
+    assert!(!p.path("sub/.git").exists(), "removed by the last session");
+    assert!(!p.path("sub/HEAD").exists() && !p.path("sub/.iota").exists());
+}
+
+/// The same when the narrower session is another process that keeps its
+/// state elsewhere (another `IOTA_CACHE_DIR`, as another `HOME` would):
+/// the lock is the directory's own, not a file in a state directory. Its
+/// record keeps the placeholder, and its next session removes it.
+#[test]
+fn a_placeholder_stays_for_a_session_that_keeps_its_state_elsewhere() {
+    let Some(p) = sandboxed() else { return };
+    with_an_absent_submodule(&p);
+    let elsewhere = p.outside().join("state-elsewhere");
+    let narrower = |command: &str| {
+        let mut cmd = p.command_at(&p.path("sub"));
+        cmd.env("IOTA_CACHE_DIR", &elsewhere)
+            .arg("--non-interactive")
+            .args(["call", "shell", &json!({ "command": command }).to_string()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        cmd.spawn().unwrap()
     };
+    let first = narrower("while [ ! -e release ]; do sleep 0.05; done; echo released");
+    support::eventually("the narrower session's placeholder", || p.path("sub/.git").is_dir());
+    let wider = support::LibraryHost::new(&p);
+    let proof = start_planting_in_sub(&p, &wider);
+    std::fs::write(p.path("sub/release"), "").unwrap();
+    let out = first.wait_with_output().unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("released"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let_the_planter_try(&p, &proof);
+    assert!(p.path("sub/.git").is_dir(), "kept while the wider session lives");
+    drop(wider);
+    let out = narrower("true").wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        !p.path("sub/.git").exists(),
+        "removed by the narrower state's next session"
+    );
+}
+
+/// `p`'s root a repository recording the submodule `sub`, not checked out
+/// (an empty directory, nothing of it in `.git/modules`).
+fn with_an_absent_submodule(p: &Project) {
     let source = p.outside().join("source");
     std::fs::create_dir_all(&source).unwrap();
     git(&["init", "-q"], &source);
@@ -1784,11 +1798,12 @@ fn a_placeholder_stays_while_a_session_whose_root_holds_it_lives() {
     git(&["commit", "-qm", "m"], p.root());
     git(&["submodule", "deinit", "-q", "-f", "sub"], p.root());
     std::fs::remove_dir_all(p.path(".git/modules/sub")).unwrap();
-    let narrower = support::LibraryHost::at(&p, &p.path("sub"));
-    let r = narrower.call("shell", json!({"command": "true"}));
-    assert!(!r.is_error, "{}", r.text);
-    assert!(p.path("sub/.git").is_dir(), "the narrower session's placeholder");
-    let wider = support::LibraryHost::new(&p);
+}
+
+/// A background job of `wider` that, once `go` exists, tries to make `sub`
+/// a repository whose `core.fsmonitor` touches the file returned, then
+/// touches `tried`.
+fn start_planting_in_sub(p: &Project, wider: &support::LibraryHost) -> PathBuf {
     let proof = p.outside().join("PWNED");
     let r = wider.call(
         "shell",
@@ -1798,8 +1813,12 @@ fn a_placeholder_stays_while_a_session_whose_root_holds_it_lives() {
         ), "background": true}),
     );
     assert!(!r.is_error, "{}", r.text);
-    // The narrower session ends; then the wider one's job tries.
-    drop(narrower);
+    proof
+}
+
+/// Lets the job of [`start_planting_in_sub`] try, then asks git for the
+/// project's status outside the sandbox: nothing it planted runs.
+fn let_the_planter_try(p: &Project, proof: &Path) {
     std::fs::write(p.path("go"), "").unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
     while !p.path("tried").exists() {
@@ -1815,10 +1834,6 @@ fn a_placeholder_stays_while_a_session_whose_root_holds_it_lives() {
         .current_dir(p.root())
         .output();
     assert!(!proof.exists(), "a planted core.fsmonitor ran outside the sandbox");
-    assert!(p.path("sub/.git").is_dir(), "kept while the wider session lives");
-    drop(wider);
-    assert!(!p.path("sub/.git").exists(), "removed by the last session");
-    assert!(!p.path("sub/HEAD").exists() && !p.path("sub/.iota").exists());
 }
 
 /// An iota line's child checks its `--root` once and then holds that

@@ -172,11 +172,18 @@ impl Session {
     /// removed when the last session on the project ends if still empty
     /// (`shell/placeholders.rs`), so a sandboxed command cannot create it
     /// (`git init` at a root without a repository, then a hook in it; a
-    /// submodule's `.git`). Returns those that exist.
-    pub fn protect(&self, project: &Arc<crate::project::ProjectRoot>, paths: &[PathBuf]) -> Vec<PathBuf> {
+    /// submodule's `.git`). Returns those that exist; `Err` where the
+    /// session cannot hold its root's lock, without which none is made.
+    pub fn protect(
+        &self,
+        project: &Arc<crate::project::ProjectRoot>,
+        paths: &[PathBuf],
+    ) -> std::io::Result<Vec<PathBuf>> {
         let mut held = self.placeholders.lock().unwrap_or_else(|e| e.into_inner());
-        held.get_or_insert_with(|| crate::shell::placeholders::Placeholders::hold(project))
-            .ensure(paths)
+        if held.is_none() {
+            *held = Some(crate::shell::placeholders::Placeholders::hold(project)?);
+        }
+        Ok(held.as_ref().map_or_else(Vec::new, |held| held.ensure(paths)))
     }
 
     /// What the session's command logs may still take on the host,

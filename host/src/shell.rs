@@ -405,7 +405,7 @@ impl ShellToolset {
             )
             .collect();
         let protected: Vec<PathBuf> = session
-            .protect(&self.project, &protect)
+            .protect(&self.project, &protect)?
             .into_iter()
             .map(|rel| self.root.join(rel))
             .collect();

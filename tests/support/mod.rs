@@ -164,9 +164,15 @@ impl Project {
     /// `iota-host` for this project as an MCP client starts it: questions
     /// go to the client (no `--answers`, no `--non-interactive`).
     pub fn command_asking_the_client(&self) -> Command {
+        self.command_at(&self.root)
+    }
+
+    /// `iota-host` on this project's config with another root, asking the
+    /// client.
+    pub fn command_at(&self, root: &Path) -> Command {
         let mut cmd = Command::new(BIN);
         self.isolate(&mut cmd);
-        cmd.current_dir(&self.root).arg("--root").arg(&self.root);
+        cmd.current_dir(root).arg("--root").arg(root);
         if let Some(config) = &self.config {
             cmd.arg("--config").arg(config);
         }

@@ -11,56 +11,76 @@
 //! narrower `--root` made `sub/.git`, its parent's sandbox on the project
 //! bound it, the child's end removed it, and the parent's sandbox could
 //! make `sub/.git` with a `core.fsmonitor` in it). So every session holds
-//! a shared `flock` on its root's lock file in the host's state for as long
-//! as it lives, and a placeholder is removed only by one that can take every
-//! lock of the directories above it exclusively: no session whose root
-//! holds it is left, in any process. Which directories are placeholders, and
-//! not the user's, is one sealed record for all projects, changed under its
-//! own lock, so what a session could not remove (or a killed one left) is
-//! removed by a later one. Without a host state nothing is ever removed: an
-//! empty directory left is harmless, a mount detached under a running
-//! sandbox is not.
+//! a shared `flock` on its root directory itself for as long as it lives,
+//! and a placeholder is removed only by one that can take every directory
+//! above it exclusively, through the descriptors it then removes it with:
+//! no session whose root holds it is left, in any process. The lock is the
+//! directory's, not a name's: a session that reaches the project by another
+//! path (a bind mount, a link) or keeps its state elsewhere (another
+//! `HOME`) holds the same lock. Which directories are placeholders, and not
+//! the user's, is one sealed record for all projects in the host's state,
+//! changed under its own lock, so what a session could not remove (or a
+//! killed one left) is removed by a later one. Without a host state nothing
+//! is recorded, so nothing is ever removed: an empty directory left is
+//! harmless, a mount detached under a running sandbox is not.
 
 use crate::host_state::StateDir;
 use crate::project::ProjectRoot;
 use rustix::fs::{AtFlags, FileType, FlockOperation, Mode, OFlags};
 use std::ffi::OsStr;
 use std::fs::File;
+use std::os::fd::OwnedFd;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// One session's hold on its project's placeholders.
 #[derive(Debug)]
 pub struct Placeholders {
     project: Arc<ProjectRoot>,
     state: Option<StateDir>,
-    /// The shared lock on the root's lock file, held while the session lives.
-    held: Option<File>,
+    /// The root opened for reading (`flock` needs that), locked shared
+    /// while the session lives.
+    held: Option<OwnedFd>,
 }
 
 /// The record of every placeholder made (absolute paths).
 const RECORD: &str = "placeholders";
 
-/// The lock file of the directory `dir`: held shared by each session whose
-/// root it is.
-fn lock_name(dir: &Path) -> String {
-    let key = crate::engine::sha256_hex(dir.as_os_str().as_encoded_bytes());
-    format!("placeholders-{}.lock", &key[..32])
-}
+/// How long a session waits for its root's lock: a session ending holds it
+/// exclusively only while it removes what is below it. Past this, whoever
+/// holds it is not one (a sandboxed command can lock a directory it sees),
+/// and the session's sandbox does not start.
+const HOLD_WAIT: Duration = Duration::from_secs(10);
 
 impl Placeholders {
-    /// A hold on `project`'s placeholders, taking the shared lock (waiting
-    /// while a session ending removes placeholders below it).
-    pub fn hold(project: &Arc<ProjectRoot>) -> Placeholders {
-        let state = StateDir::open_default().ok();
-        let held = state
-            .as_ref()
-            .and_then(|state| lock(state, &lock_name(project.path()), FlockOperation::LockShared));
-        Placeholders {
-            project: project.clone(),
-            state,
-            held,
+    /// A hold on `project`'s placeholders: the shared lock on its root,
+    /// waiting (up to [`HOLD_WAIT`]) while a session ending removes
+    /// placeholders below it.
+    pub fn hold(project: &Arc<ProjectRoot>) -> std::io::Result<Placeholders> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let root = rustix::fs::openat(project.duplicate()?, ".", flags, Mode::empty())?;
+        let started = Instant::now();
+        loop {
+            match rustix::fs::flock(&root, FlockOperation::NonBlockingLockShared) {
+                Ok(()) => break,
+                Err(rustix::io::Errno::WOULDBLOCK | rustix::io::Errno::INTR) if started.elapsed() < HOLD_WAIT => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                Err(e) => {
+                    return Err(std::io::Error::other(format!(
+                        "{} stayed locked by another process for {} s (flock: {e}); the sandbox needs a shared lock on it",
+                        project.path().display(),
+                        HOLD_WAIT.as_secs()
+                    )));
+                }
+            }
         }
+        Ok(Placeholders {
+            project: project.clone(),
+            state: StateDir::open_default().ok(),
+            held: Some(root),
+        })
     }
 
     /// `paths` (relative to the root) made to exist: each missing directory
@@ -160,52 +180,52 @@ impl Drop for Placeholders {
     /// only while still empty: a repository made there since is the
     /// user's), this session's and those others could not.
     fn drop(&mut self) {
-        let (Some(state), Some(held)) = (&self.state, self.held.take()) else {
-            return;
-        };
-        drop(held);
+        // Let go first: this session's own lock would keep them all.
+        drop(self.held.take());
         self.record(|paths| {
             // The deepest first: a submodule's `.git`, then its directory.
             paths.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
-            paths.retain(|path| {
-                if std::fs::symlink_metadata(path).is_err() {
-                    return false;
-                }
-                // Every directory above it, its lock taken exclusively: no
-                // session whose root holds it lives (and none starts until
-                // these are let go).
-                let mut taken = Vec::new();
-                for dir in path.ancestors().skip(1) {
-                    match lock(state, &lock_name(dir), FlockOperation::NonBlockingLockExclusive) {
-                        Some(file) => taken.push(file),
-                        None => return true,
-                    }
-                }
-                // Kept in the record only while it may still be removed
-                // later (a mount on it still): one no longer empty is the
-                // user's now, one no longer a directory not ours.
-                matches!(remove_empty(path), Err(rustix::io::Errno::BUSY))
+            // Kept in the record only while it may still be removed later
+            // (a session still holds it, a mount on it still): one gone,
+            // no longer empty (the user's now) or no longer a directory is
+            // not ours.
+            paths.retain(|path| match remove_unheld(path) {
+                Ok(()) => false,
+                Err(e) => matches!(
+                    e,
+                    rustix::io::Errno::WOULDBLOCK | rustix::io::Errno::BUSY | rustix::io::Errno::ACCESS
+                ),
             });
         });
     }
 }
 
-/// Removes the empty directory `path`, reached from `/` without following
-/// a link.
-fn remove_empty(path: &Path) -> rustix::io::Result<()> {
+/// Removes the empty directory `path` if no session's root holds it: each
+/// directory from `/` down to its parent opened without following a link
+/// and locked exclusively (no session whose root it is lives, and none
+/// starts until these are let go), the last one the directory it is
+/// removed from. `WOULDBLOCK` where one is held, `ACCESS` where one cannot
+/// be opened to tell.
+fn remove_unheld(path: &Path) -> rustix::io::Result<()> {
     use rustix::io::Errno;
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(Errno::NOENT);
     };
-    let mut dir = rustix::fs::open("/", OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut dir = rustix::fs::open("/", flags, Mode::empty())?;
+    let mut taken = Vec::new();
     for component in parent.components() {
-        let Component::Normal(name) = component else {
-            continue;
-        };
-        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        dir = rustix::fs::openat(&dir, name, flags, Mode::empty())?;
+        if let Component::Normal(name) = component {
+            let next = rustix::fs::openat(&dir, name, flags, Mode::empty())?;
+            taken.push(std::mem::replace(&mut dir, next));
+        }
     }
-    rustix::fs::unlinkat(&dir, name, AtFlags::REMOVEDIR)
+    taken.push(dir);
+    for dir in &taken {
+        rustix::fs::flock(dir, FlockOperation::NonBlockingLockExclusive)?;
+    }
+    let parent = taken.last().ok_or(Errno::NOENT)?;
+    rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR)
 }
 
 /// The lock file `name` in `state`, locked `how` (waiting for it).
@@ -214,4 +234,58 @@ fn lock(state: &StateDir, name: &str, how: FlockOperation) -> Option<File> {
     let fd = rustix::fs::open(state.dir().join(name), flags, Mode::from_raw_mode(0o600)).ok()?;
     rustix::fs::flock(&fd, how).ok()?;
     Some(File::from(fd))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn locked(dir: &Path, how: FlockOperation) -> OwnedFd {
+        let fd = rustix::fs::open(dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).unwrap();
+        rustix::fs::flock(&fd, how).unwrap();
+        fd
+    }
+
+    /// A directory any session's root holds — by whatever path that
+    /// session reached it — is not removed; one no longer empty is the
+    /// user's; a link on the way is not followed.
+    #[test]
+    fn a_placeholder_is_removed_only_where_no_root_above_it_is_held() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap().join("project");
+        let placeholder = root.join("sub/.git");
+        std::fs::create_dir_all(&placeholder).unwrap();
+        let held = locked(&root.join("sub"), FlockOperation::LockShared);
+        assert_eq!(remove_unheld(&placeholder), Err(rustix::io::Errno::WOULDBLOCK));
+        drop(held);
+        // Held through a link to it: the same directory, the same lock.
+        std::os::unix::fs::symlink(&root, dir.path().join("elsewhere")).unwrap();
+        let held = locked(&dir.path().join("elsewhere"), FlockOperation::LockShared);
+        assert_eq!(remove_unheld(&placeholder), Err(rustix::io::Errno::WOULDBLOCK));
+        drop(held);
+        assert!(placeholder.is_dir());
+        // Reached through a link on its path: not followed.
+        let linked = dir.path().join("elsewhere/sub/.git");
+        assert!(remove_unheld(&linked).is_err());
+        assert!(placeholder.is_dir());
+        std::fs::write(placeholder.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        assert_eq!(remove_unheld(&placeholder), Err(rustix::io::Errno::NOTEMPTY));
+        std::fs::remove_file(placeholder.join("HEAD")).unwrap();
+        assert_eq!(remove_unheld(&placeholder), Ok(()));
+        assert!(!placeholder.exists());
+    }
+
+    /// A root some process keeps locked exclusively (a sandboxed command
+    /// can lock a directory it sees) is refused, said, after a while.
+    #[test]
+    fn a_root_locked_by_another_process_is_refused_after_a_while() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let _held = locked(&root, FlockOperation::LockExclusive);
+        let project = Arc::new(ProjectRoot::open(&root).unwrap());
+        let started = Instant::now();
+        let error = Placeholders::hold(&project).unwrap_err().to_string();
+        assert!(error.contains("stayed locked by another process"), "{error}");
+        assert!(started.elapsed() >= HOLD_WAIT);
+    }
 }

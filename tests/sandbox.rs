@@ -1235,6 +1235,58 @@ fn by_default_the_home_directory_shows_only_the_toolchains() {
     assert!(!home.join("new").exists() && !home.join(".cargo/bin/planted").exists());
 }
 
+/// What the default view shows is searched as it really is: a known store
+/// linked into a directory `read:` shows (`~/.kube` into a dotfiles
+/// repository), a toolchain's directory that is a link to a store (`~/go`
+/// to `~/.aws`), and the build configurations of the toolchains that hold
+/// a login (`~/.cargo/config.toml`'s registry token, npm's global `npmrc`,
+/// a token in a URL of `~/.gitconfig`) are out of sight. A configuration
+/// without one, and the rest of the dotfiles, stay readable.
+#[test]
+fn stores_reached_through_links_and_logins_in_build_configurations_are_out_of_sight() {
+    if !support::sandbox_works() {
+        return;
+    }
+    let base = support::visible_outside_dir();
+    let p = Project::new_in(base.path());
+    let home = p.home().unwrap().to_path_buf();
+    let p = p.config(&format!(
+        "agents:\n  a:\n    tools:\n      shell: {{read: ['{}']}}\n",
+        home.join("dotfiles").display()
+    ));
+    for (rel, text) in [
+        ("dotfiles/kube/config", "HIDDEN-1"),
+        ("dotfiles/vimrc", "SHOWN-1"),
+        (".aws/credentials", "HIDDEN-2"),
+        (".cargo/config.toml", "[registry]\ntoken = \"HIDDEN-3\"\n"),
+        (".npm-global/etc/npmrc", "//registry.npmjs.org/:_authToken=HIDDEN-4\n"),
+        (
+            ".gitconfig",
+            "[url \"https://x:HIDDEN-5@github.com/\"]\n\tinsteadOf = https://github.com/\n",
+        ),
+        (".cargo/config", "[build]\njobs = 2 # SHOWN-2\n"),
+    ] {
+        std::fs::create_dir_all(home.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(home.join(rel), text).unwrap();
+    }
+    std::os::unix::fs::symlink(home.join("dotfiles/kube"), home.join(".kube")).unwrap();
+    std::os::unix::fs::symlink(home.join(".aws"), home.join("go")).unwrap();
+    let text = readable(&p, std::slice::from_ref(&home))
+        + &readable(
+            &p,
+            &[
+                home.join("dotfiles"),
+                home.join(".kube/config"),
+                home.join("go/credentials"),
+                home.join(".cargo"),
+                home.join(".npm-global"),
+                home.join(".gitconfig"),
+            ],
+        );
+    assert!(text.contains("SHOWN-1") && text.contains("SHOWN-2"), "{text}");
+    assert!(!text.contains("HIDDEN"), "{text}");
+}
+
 /// What lies outside the home directory but is the user's all the same —
 /// XDG directories pointed elsewhere, a store a tool's variable names — is
 /// not in sight either: `gh`'s token under an `XDG_CONFIG_HOME` outside the

@@ -711,8 +711,15 @@ impl ShellToolset {
                     )
                 });
             }
-            let named = shown.as_deref().unwrap_or_default();
-            hidden.extend(found.into_iter().filter(|p| !named.contains(p)));
+            // A path `read:` names exactly is shown as the user asked
+            // (not a toolchain's: one holding a login is hidden).
+            let named: Vec<&PathBuf> = shown
+                .as_deref()
+                .unwrap_or_default()
+                .iter()
+                .filter(|p| !toolchains.contains(p))
+                .collect();
+            hidden.extend(found.into_iter().filter(|p| !named.contains(&p)));
         }
         let hidden = hidden_where_seen(hidden, shown.as_deref().unwrap_or_default());
         let only = shown.map(|shown| sandbox::HomeOnly {
@@ -825,8 +832,11 @@ fn hidden_where_seen(hidden: Vec<PathBuf>, shown: &[PathBuf]) -> Vec<PathBuf> {
     for path in hidden {
         let real_path = real(&path);
         for (seen, really) in &shown {
-            if let Ok(rel) = real_path.strip_prefix(really) {
-                all.push(seen.join(rel));
+            // (Not `join("")`, which ends a file's path in `/`.)
+            match real_path.strip_prefix(really) {
+                Ok(rel) if rel.as_os_str().is_empty() => all.push(seen.clone()),
+                Ok(rel) => all.push(seen.join(rel)),
+                Err(_) => {}
             }
         }
         all.push(real_path);

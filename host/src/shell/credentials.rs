@@ -937,6 +937,98 @@ pub fn looks_secret(name: &[u8]) -> bool {
         || is_key_file(&name)
 }
 
+/// Configuration files that builds read but that may also hold a login
+/// (`~/.cargo/config.toml`'s `[registry] token`, a token in a URL of
+/// `~/.gitconfig`, Gradle's
+/// `gradle.properties`, Maven's `settings.xml`, pip's `index-url` with a
+/// password, npm's global `npmrc`): hidden when they do
+/// ([`carries_secret`]), shown when they do not, so builds keep them.
+const MAY_HOLD_SECRETS: &[&[u8]] = &[
+    b".gitconfig",
+    b"config.toml",
+    b"config",
+    b"npmrc",
+    b".npmrc",
+    b".yarnrc",
+    b".yarnrc.yml",
+    b"gradle.properties",
+    b"settings.xml",
+    b"settings-security.xml",
+    b"pip.conf",
+    b"pip.ini",
+    b".condarc",
+    b".gemrc",
+    b".bunfig.toml",
+    b"bunfig.toml",
+];
+
+/// Bytes of one such file read at most: one longer is hidden unread.
+const MAX_CONFIG_BYTES: usize = 256 << 10;
+
+/// Whether the file `name` in `dir` is one of [`MAY_HOLD_SECRETS`] and a
+/// line of it names a login (`token`, `password`, `secret`, `_auth`,
+/// `apikey`) or a URL carries one (`https://user:password@`). Read without
+/// blocking and within [`MAX_CONFIG_BYTES`]; one past that is taken as
+/// holding one.
+fn carries_secret(dir: &impl std::os::fd::AsFd, name: &std::ffi::CStr) -> bool {
+    let lower = name.to_bytes().to_ascii_lowercase();
+    if !MAY_HOLD_SECRETS.contains(&lower.as_slice()) {
+        return false;
+    }
+    // Links followed (a dotfiles repository's), but only to a file.
+    let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let Ok(fd) = rustix::fs::openat(dir, name, flags, Mode::empty()) else {
+        return false;
+    };
+    if !rustix::fs::fstat(&fd).is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::RegularFile) {
+        return false;
+    }
+    let mut text = Vec::new();
+    use std::io::Read;
+    if std::fs::File::from(fd)
+        .take(MAX_CONFIG_BYTES as u64 + 1)
+        .read_to_end(&mut text)
+        .is_err()
+    {
+        return false;
+    }
+    if text.len() > MAX_CONFIG_BYTES {
+        return true;
+    }
+    text.make_ascii_lowercase();
+    let words: &[&[u8]] = &[
+        b"token",
+        b"password",
+        b"passwd",
+        b"secret",
+        b"_auth",
+        b"apikey",
+        b"api_key",
+    ];
+    text.split(|&b| b == b'\n').any(|line| {
+        let line = line.trim_ascii();
+        // (`//host/:_authToken` is npm's syntax, not a comment.)
+        let comment = line.starts_with(b"#") || line.starts_with(b";");
+        !comment && (words.iter().any(|w| memchr::memmem::find(line, w).is_some()) || url_with_password(line))
+    })
+}
+
+/// Whether `line` holds a URL with a password in it (`scheme://user:pass@`).
+fn url_with_password(line: &[u8]) -> bool {
+    memchr::memmem::find_iter(line, b"://").any(|at| {
+        let rest = &line[at + 3..];
+        let end = rest
+            .iter()
+            .position(|b| b.is_ascii_whitespace() || matches!(b, b'/' | b'"' | b'\'' | b'<'))
+            .unwrap_or(rest.len());
+        let authority = &rest[..end];
+        authority
+            .iter()
+            .rposition(|&b| b == b'@')
+            .is_some_and(|at| authority[..at].contains(&b':'))
+    })
+}
+
 /// `key` or `keys`, bare or as data (`keys.txt`, `key.json`): where age,
 /// Atuin and LLM keep theirs; not a document about keys (`keys.md`).
 fn is_key_file(name: &[u8]) -> bool {
@@ -1052,12 +1144,57 @@ fn app_homes(home: &Path) -> Vec<PathBuf> {
 pub fn search(scope: &Scope) -> Discovered {
     let started = Instant::now();
     let home = scope.home.as_path();
-    let in_scope = |p: &Path| scope.whole || scope.shown.iter().chain(&scope.shallow).any(|s| p.starts_with(s));
-    let mut found: Vec<PathBuf> = KNOWN
+    // The shown directories also as they really are: one may be a link
+    // (`~/go` to anywhere), and a store may be a link into one.
+    let real_scope: Vec<PathBuf> = scope
+        .shown
         .iter()
-        .map(|k| base_dir(k.base, home).join(k.path))
-        .filter(|p| in_scope(p) && std::fs::symlink_metadata(p).is_ok())
+        .chain(&scope.shallow)
+        .filter_map(|s| std::fs::canonicalize(s).ok())
         .collect();
+    let in_scope = |p: &Path| {
+        scope.whole
+            || scope.shown.iter().chain(&scope.shallow).any(|s| p.starts_with(s))
+            || real_scope.iter().any(|s| p.starts_with(s))
+    };
+    // A known store where its tool looks, and where it really is (a
+    // dotfiles repository's `kube/config` that `~/.kube` links to, shown by
+    // `read:`).
+    let mut found: Vec<PathBuf> = Vec::new();
+    for store in KNOWN {
+        let path = base_dir(store.base, home).join(store.path);
+        if std::fs::symlink_metadata(&path).is_err() {
+            continue;
+        }
+        if let Ok(real) = std::fs::canonicalize(&path)
+            && real != path
+            && in_scope(&real)
+        {
+            found.push(real);
+        }
+        if in_scope(&path) {
+            found.push(path);
+        }
+    }
+    // A shown file (`~/.gitconfig`) is not listed in a directory searched:
+    // one that holds a login is hidden all the same.
+    for file in scope.shown.iter().chain(&scope.shallow) {
+        let (Some(parent), Some(name)) = (file.parent(), file.file_name()) else {
+            continue;
+        };
+        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let (Ok(dir), Ok(name)) = (
+            rustix::fs::open(parent, flags, Mode::empty()),
+            std::ffi::CString::new(name.as_bytes()),
+        ) else {
+            continue;
+        };
+        let is_file = rustix::fs::statat(&dir, &name, AtFlags::empty())
+            .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::RegularFile);
+        if is_file && carries_secret(&dir, &name) {
+            found.push(file.clone());
+        }
+    }
     let bulky: Vec<PathBuf> = BULKY.iter().map(|b| home.join(b)).collect();
     let mut read = Vec::new();
     let mut queue: VecDeque<(PathBuf, usize)> = VecDeque::new();
@@ -1110,13 +1247,17 @@ pub fn search(scope: &Scope) -> Discovered {
                 found.push(path);
                 continue;
             }
-            // Below the home directory itself only its dot-directories
-            // (and `snap`, whose app homes hold theirs).
             let kind = match entry.file_type() {
                 FileType::Unknown => rustix::fs::statat(&fd, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW)
                     .map_or(FileType::Unknown, |st| FileType::from_raw_mode(st.st_mode)),
                 known => known,
             };
+            if matches!(kind, FileType::RegularFile | FileType::Symlink) && carries_secret(&fd, entry.file_name()) {
+                found.push(path);
+                continue;
+            }
+            // Below the home directory itself only its dot-directories
+            // (and `snap`, whose app homes hold theirs).
             // A linked directory (a stow-managed `~/.config`) is searched
             // where it is, so its finds are hidden there and the skipped
             // directories are known by their own paths.
@@ -1158,6 +1299,45 @@ pub fn search(scope: &Scope) -> Discovered {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A build's configuration file is hidden when a line of it names a
+    /// login or a URL carries a password, and only then; other names are
+    /// not read; a FIFO does not block.
+    #[test]
+    fn build_configurations_are_hidden_when_they_hold_a_login() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for (name, text, holds) in [
+            ("config.toml", "[registry]\ntoken = \"cio_abc\"\n", true),
+            ("config.toml", "[build]\njobs = 4\n# a token would go here\n", false),
+            ("npmrc", "//registry.npmjs.org/:_authToken=npm_abc\n", true),
+            (
+                "pip.conf",
+                "[global]\nindex-url = https://me:pw@pypi.example/simple\n",
+                true,
+            ),
+            ("pip.conf", "[global]\nindex-url = https://pypi.example/simple\n", false),
+            (
+                ".gitconfig",
+                "[url \"https://x:ghp_abc@github.com/\"]\n\tinsteadOf = https://github.com/\n",
+                true,
+            ),
+            (".gitconfig", "[user]\n\tname = Me\n\temail = me@example.com\n", false),
+            ("settings.xml", "<server><password>pw</password></server>\n", true),
+            ("notes.txt", "token = abc\n", false),
+        ] {
+            std::fs::write(d.join(name), text).unwrap();
+            let dir_fd = rustix::fs::open(d, OFlags::PATH | OFlags::DIRECTORY, Mode::empty()).unwrap();
+            let c_name = std::ffi::CString::new(name).unwrap();
+            assert_eq!(carries_secret(&dir_fd, &c_name), holds, "{name}: {text}");
+        }
+        std::fs::write(d.join("config"), vec![b'x'; MAX_CONFIG_BYTES + 1]).unwrap();
+        let dir_fd = rustix::fs::open(d, OFlags::PATH | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        assert!(carries_secret(&dir_fd, c"config"), "too long to read: hidden");
+        std::fs::remove_file(d.join("config")).unwrap();
+        rustix::fs::mknodat(&dir_fd, "config", FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();
+        assert!(!carries_secret(&dir_fd, c"config"), "a FIFO is not read");
+    }
 
     #[test]
     fn the_list_names_at_least_sixty_stores_each_with_its_documentation() {

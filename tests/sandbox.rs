@@ -1773,6 +1773,36 @@ fn submodules_of_an_enclosing_repository_are_kept_and_a_crafted_index_is_bounded
     );
 }
 
+/// A command that makes thousands of repositories below the root cannot
+/// stop the sandbox from starting (bubblewrap takes 9,000 arguments, three
+/// a mount), nor push the user's own nested repository out of the
+/// read-only ones: those made first are kept first, the newest are left
+/// writable.
+#[test]
+fn thousands_of_repositories_a_command_makes_leave_the_users_read_only_and_the_sandbox_starting() {
+    let Some(p) = sandboxed() else { return };
+    std::fs::create_dir_all(p.path("zzz/user")).unwrap();
+    git(&["init", "-q"], &p.path("zzz/user"));
+    let config = p.read("zzz/user/.git/config");
+    let host = support::LibraryHost::new(&p);
+    let r = host.call(
+        "shell",
+        json!({"command": "for i in $(seq 3000); do mkdir -p m/r$i/.git; done; echo made"}),
+    );
+    assert!(r.text.contains("made"), "{}", r.text);
+    let r = host.call(
+        "shell",
+        json!({"command": "printf '[core]\\n\\tfsmonitor = x\\n' >> zzz/user/.git/config; echo still-runs"}),
+    );
+    assert!(r.text.contains("still-runs"), "{}", r.text);
+    assert_eq!(p.read("zzz/user/.git/config"), config);
+    let r = host.call(
+        "shell",
+        json!({"command": "touch m/r3000/.git/config && echo writable"}),
+    );
+    assert!(r.text.contains("writable"), "the newest are past the bound: {}", r.text);
+}
+
 /// A placeholder is kept while any session's root holds it: a session on
 /// `P/sub` (an iota child with a narrower `--root`) made `sub/.git`, a
 /// session on `P` bound it in its sandbox (the submodule's place); the

@@ -26,8 +26,10 @@ const MAX_SMALL_FILE: u64 = 64 << 10;
 pub enum Unreadable {
     /// Not an index git would read.
     Malformed,
-    /// Past the bytes it may take, or not a regular file.
+    /// Not a regular file.
     NotAFile,
+    /// Past the bytes it may take.
+    TooLarge,
 }
 
 /// What one index records, as read.
@@ -50,7 +52,11 @@ pub fn read(git_dir: &Path, index: &Path, budget: &mut u64) -> Result<Index, Unr
         return Ok(Index::default());
     };
     *budget = budget.saturating_sub(bytes.len() as u64);
-    let hash = hash_len(git_dir);
+    // What is not an index costs no read of the repository's config.
+    if bytes.get(..4) != Some(b"DIRC") || bytes.len() < 12 {
+        return Err(Unreadable::Malformed);
+    }
+    let hash = hash_len(git_dir, budget);
     let (mut links, shared) = parse(&bytes, hash)?;
     let mut read_shared = None;
     if let Some(shared) = shared {
@@ -83,8 +89,11 @@ fn read_regular(path: &Path, max: u64) -> Result<Option<Vec<u8>>, Unreadable> {
         Err(_) => return Err(Unreadable::NotAFile),
     };
     let st = rustix::fs::fstat(&fd).map_err(|_| Unreadable::NotAFile)?;
-    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile || st.st_size as u64 > max {
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
         return Err(Unreadable::NotAFile);
+    }
+    if st.st_size as u64 > max {
+        return Err(Unreadable::TooLarge);
     }
     let mut bytes = Vec::with_capacity(st.st_size as usize);
     use std::io::Read;
@@ -96,17 +105,18 @@ fn read_regular(path: &Path, max: u64) -> Result<Option<Vec<u8>>, Unreadable> {
 }
 
 /// 32 where the repository's config says its objects are SHA-256, else 20
-/// (a linked worktree's config is its common directory's).
-fn hash_len(git_dir: &Path) -> usize {
-    let common = read_regular(&git_dir.join("commondir"), MAX_SMALL_FILE)
-        .ok()
-        .flatten()
+/// (a linked worktree's config is its common directory's); what is read of
+/// `commondir` and `config` taken from `budget` too.
+fn hash_len(git_dir: &Path, budget: &mut u64) -> usize {
+    let mut small = |path: &Path| {
+        let bytes = read_regular(path, MAX_SMALL_FILE.min(*budget)).ok().flatten()?;
+        *budget = budget.saturating_sub(bytes.len() as u64);
+        Some(bytes)
+    };
+    let common = small(&git_dir.join("commondir"))
         .map(|text| git_dir.join(String::from_utf8_lossy(&text).trim()))
         .unwrap_or_else(|| git_dir.to_path_buf());
-    let config = read_regular(&common.join("config"), MAX_SMALL_FILE)
-        .ok()
-        .flatten()
-        .unwrap_or_default();
+    let config = small(&common.join("config")).unwrap_or_default();
     let text = String::from_utf8_lossy(&config).to_ascii_lowercase();
     let sha256 = text.lines().any(|line| {
         let line: String = line.chars().filter(|c| !c.is_whitespace()).collect();
@@ -298,8 +308,9 @@ pub(crate) mod tests {
                 assert_eq!(index.shared.is_some(), split, "index v{version} split={split} {format}");
             }
             let size = |path: &Path| std::fs::metadata(path).unwrap().len();
-            let spent = size(&git_dir.join("index")) + index.shared.as_deref().map_or(0, size);
-            assert_eq!(MAX_INDEX_BYTES - budget, spent, "both parts paid for");
+            let spent =
+                size(&git_dir.join("index")) + index.shared.as_deref().map_or(0, size) + size(&git_dir.join("config"));
+            assert_eq!(MAX_INDEX_BYTES - budget, spent, "both parts and the config paid for");
         }
     }
 
@@ -313,13 +324,24 @@ pub(crate) mod tests {
             Ok(Index::default()),
             "none: no gitlinks"
         );
+        // The repository's config is read for an index, and paid for.
+        std::fs::write(d.join("config"), vec![b'#'; 1000]).unwrap();
         std::fs::write(d.join("index"), b"DIRC\0\0\0\x02\0\0\0\x05short").unwrap();
         assert_eq!(read(d, &d.join("index"), &mut budget), Err(Unreadable::Malformed));
         assert_eq!(
             budget,
-            MAX_INDEX_BYTES - 17,
+            MAX_INDEX_BYTES - 17 - 1000,
             "what was read is paid for, malformed or not"
         );
+        // What is not an index costs no read of the config.
+        std::fs::write(d.join("index"), b"not an index").unwrap();
+        let mut budget = MAX_INDEX_BYTES;
+        assert_eq!(read(d, &d.join("index"), &mut budget), Err(Unreadable::Malformed));
+        assert_eq!(budget, MAX_INDEX_BYTES - 12);
+        // One past what is left is not read at all.
+        let mut budget = 11;
+        assert_eq!(read(d, &d.join("index"), &mut budget), Err(Unreadable::TooLarge));
+        assert_eq!(budget, 11);
         std::fs::remove_file(d.join("index")).unwrap();
         rustix::fs::mknodat(
             rustix::fs::CWD,

@@ -102,7 +102,8 @@ type Stamp = (u64, u64, i128, i64);
 /// [`PROTECTED_AT_ROOT`].
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Repositories {
-    /// Every repository's own directory or `.git` file, sorted.
+    /// Every repository's own directory or `.git` file kept read-only,
+    /// sorted.
     pub own: Vec<PathBuf>,
     /// The submodules' directories below the root that the indexes of the
     /// repositories enclosing it, its own and those below it record
@@ -110,17 +111,24 @@ pub struct Repositories {
     /// one must not be created.
     pub submodules: Vec<PathBuf>,
     /// Repositories below the root whose submodules' places are not kept:
-    /// past [`MAX_SUBMODULE_MOUNTS`] after the ones git reads from the root.
+    /// past [`MAX_READ_ONLY_MOUNTS`] or [`OTHER_INDEX_BYTES`].
     pub unprotected: Vec<PathBuf>,
+    /// Repositories below the root left writable: past
+    /// [`MAX_READ_ONLY_MOUNTS`], the newest (a command can make thousands;
+    /// the user's, made before, are kept first).
+    pub writable: Vec<PathBuf>,
 }
 
-/// Read-only mounts the places of submodules may take at one sandbox
-/// start: a placeholder each and a mount for every directory on its way
-/// ([`mounts_for`]). An index can be written to multiply mounts (a
-/// repository a command made, recording thousands of submodules thousands
-/// of directories deep): the host's work, the placeholders it makes and
-/// bubblewrap's command line grow with it.
-pub const MAX_SUBMODULE_MOUNTS: usize = 4096;
+/// Read-only mounts the repositories below the root and the places of
+/// submodules may take at one sandbox start: one for each, and one for
+/// every directory on its way ([`mounts_for`]). A command can make as many
+/// repositories as it likes, and write an index to record thousands of
+/// submodules thousands of directories deep: the host's work, the
+/// placeholders it makes and bubblewrap's command line (at most 9,000
+/// arguments, three a mount) grow with them. Those git reads from the root
+/// must all fit, or the sandbox does not start; then the other
+/// repositories, oldest first; then the submodules they record.
+pub const MAX_READ_ONLY_MOUNTS: usize = 2048;
 
 /// Bytes of index one refresh reads at most for the repositories git does
 /// not read from the root (those a command could have made, as many as it
@@ -180,7 +188,7 @@ impl RepositoryIndex {
     /// status of the project — every repository enclosing the root (a root
     /// that is a subdirectory of a repository, or of a submodule), the
     /// root's own, and, from theirs, each checked-out submodule's — whose
-    /// places must all be kept ([`MAX_SUBMODULE_MOUNTS`], or the sandbox
+    /// places must all be kept ([`MAX_READ_ONLY_MOUNTS`], or the sandbox
     /// does not start: `Err` says why). Then those of the other
     /// repositories below the root, nearest first, each while the bound
     /// allows; one past it is named in [`Repositories::unprotected`].
@@ -198,13 +206,25 @@ impl RepositoryIndex {
             .collect();
         chain.push_back((root.join(GIT_DIR), root.to_path_buf(), PathBuf::new()));
         let mut done = BTreeSet::new();
+        // One budget for them all: a repository a command made below the
+        // root becomes one of them when the user starts a session inside it.
+        let mut chain_budget = crate::gitlinks::MAX_INDEX_BYTES;
         while let Some((entry, base, prefix)) = chain.pop_front() {
             if !done.insert(entry.clone()) {
                 continue;
             }
-            let links = self
-                .gitlinks(&entry, &mut indexes, &mut crate::gitlinks::MAX_INDEX_BYTES.clone())
-                .unwrap_or_default();
+            let links = match self.gitlinks(&entry, &mut indexes, &mut chain_budget) {
+                Ok(links) => links,
+                Err(crate::gitlinks::Unreadable::TooLarge) => {
+                    return Err(format!(
+                        "the indexes of {} and the repositories git reads with it take more than {} MiB together; the sandbox reads no more, so it does not start",
+                        shown(&entry, root),
+                        crate::gitlinks::MAX_INDEX_BYTES >> 20
+                    ));
+                }
+                // Not an index git could read either.
+                Err(_) => Vec::new(),
+            };
             let below: Vec<PathBuf> = links
                 .iter()
                 .filter_map(|link| link.strip_prefix(&prefix).ok())
@@ -212,9 +232,9 @@ impl RepositoryIndex {
                 .map(|rel| base.join(rel))
                 .collect();
             cost += below.iter().map(|p| mounts_for(p, root)).sum::<usize>();
-            if cost > MAX_SUBMODULE_MOUNTS {
+            if cost > MAX_READ_ONLY_MOUNTS {
                 return Err(format!(
-                    "{} records submodules whose places need more than {MAX_SUBMODULE_MOUNTS} read-only mounts; the sandbox keeps no fewer, so it does not start",
+                    "{} records submodules whose places need more than {MAX_READ_ONLY_MOUNTS} read-only mounts; the sandbox keeps no fewer, so it does not start",
                     shown(&entry, root)
                 ));
             }
@@ -226,6 +246,24 @@ impl RepositoryIndex {
             }
             submodules.extend(below);
         }
+        // The other repositories, oldest first (by birth where the
+        // filesystem keeps it: git changes a `.git` directory's change time
+        // at every command), while their mounts fit.
+        let mut by_age: Vec<(i128, PathBuf)> = own.into_iter().map(|entry| (made_at(&entry), entry)).collect();
+        by_age.sort();
+        let (mut own, mut writable) = (Vec::new(), Vec::new());
+        for (_, entry) in by_age {
+            let counted = done.contains(&entry) || entry.parent().is_some_and(|p| submodules.contains(p));
+            let more = if counted { 0 } else { mounts_for(&entry, root) };
+            if cost + more > MAX_READ_ONLY_MOUNTS {
+                writable.push(entry);
+            } else {
+                cost += more;
+                own.push(entry);
+            }
+        }
+        own.sort();
+        writable.sort();
         let real_root = std::fs::canonicalize(root).ok();
         let mut budget = OTHER_INDEX_BYTES;
         let mut others: Vec<&PathBuf> = own
@@ -248,13 +286,13 @@ impl RepositoryIndex {
             }
             // The bytes read for them bounded too: a command can make as
             // many repositories as it likes, each with a large index.
-            let Some(links) = self.gitlinks(entry, &mut indexes, &mut budget) else {
+            let Ok(links) = self.gitlinks(entry, &mut indexes, &mut budget) else {
                 unprotected.push(entry.clone());
                 continue;
             };
             let below: Vec<PathBuf> = links.iter().map(|link| tree.join(link)).collect();
             let more: usize = below.iter().map(|p| mounts_for(p, root)).sum();
-            if cost + more > MAX_SUBMODULE_MOUNTS {
+            if cost + more > MAX_READ_ONLY_MOUNTS {
                 unprotected.push(entry.clone());
                 continue;
             }
@@ -266,27 +304,29 @@ impl RepositoryIndex {
             own,
             submodules: submodules.into_iter().collect(),
             unprotected,
+            writable,
         })
     }
 
     /// The gitlinks of the repository whose `.git` entry is `entry`, from
     /// its index as last read if neither it nor its shared part changed
     /// (kept in `indexes` for the next refresh), else read now, paid from
-    /// `budget`; `None` where what is left of it is too little (or the
-    /// index not a file).
+    /// `budget`; `TooLarge` where what is left of it is too little,
+    /// `NotAFile` where the index is not a file. What is not an index has
+    /// no gitlinks.
     fn gitlinks(
         &mut self,
         entry: &Path,
         indexes: &mut HashMap<PathBuf, ReadIndex>,
         budget: &mut u64,
-    ) -> Option<Vec<PathBuf>> {
+    ) -> Result<Vec<PathBuf>, crate::gitlinks::Unreadable> {
         // No repository there, or no index: no gitlinks.
         let Some(git_dir) = git_dir_of(entry) else {
-            return Some(Vec::new());
+            return Ok(Vec::new());
         };
         let index = git_dir.join("index");
         let Some(stamp) = file_stamp(&index) else {
-            return Some(Vec::new());
+            return Ok(Vec::new());
         };
         let unchanged = |then: &ReadIndex| {
             then.stamp == stamp && then.shared.as_ref().is_none_or(|(path, was)| file_stamp(path) == *was)
@@ -297,7 +337,7 @@ impl RepositoryIndex {
                 let (links, shared) = match crate::gitlinks::read(&git_dir, &index, budget) {
                     Ok(read) => (read.links, read.shared),
                     Err(crate::gitlinks::Unreadable::Malformed) => (Vec::new(), None),
-                    Err(crate::gitlinks::Unreadable::NotAFile) => return None,
+                    Err(unreadable) => return Err(unreadable),
                 };
                 ReadIndex {
                     stamp,
@@ -311,7 +351,7 @@ impl RepositoryIndex {
         };
         let links = read.links.clone();
         indexes.insert(index, read);
-        Some(links)
+        Ok(links)
     }
 
     /// The repositories below `root` now (sorted).
@@ -396,6 +436,26 @@ fn git_dir_of(entry: &Path) -> Option<PathBuf> {
         }
         _ => None,
     }
+}
+
+/// When `entry` was made (ns): its birth time where the filesystem keeps
+/// one, else its change time; neither can be set back by a process.
+fn made_at(entry: &Path) -> i128 {
+    use rustix::fs::{StatxFlags, statx};
+    let Ok(st) = statx(
+        rustix::fs::CWD,
+        entry,
+        AtFlags::SYMLINK_NOFOLLOW,
+        StatxFlags::BTIME | StatxFlags::CTIME,
+    ) else {
+        return i128::MAX;
+    };
+    let time = if st.stx_mask & StatxFlags::BTIME.bits() != 0 {
+        st.stx_btime
+    } else {
+        st.stx_ctime
+    };
+    i128::from(time.tv_sec) * 1_000_000_000 + i128::from(time.tv_nsec)
 }
 
 /// A file's [`Stamp`], followed.
@@ -624,6 +684,41 @@ mod tests {
         let unprotected = index.refresh(&root).unwrap().unprotected;
         let expected: Vec<PathBuf> = (2..=4).map(|i| root.join(format!("r{i}/.git"))).collect();
         assert_eq!(unprotected, expected);
+    }
+
+    /// The indexes git reads from the root — its own and its submodules'
+    /// — share one budget: submodules a command planted, each with a
+    /// large index, cannot make each start read 512 MiB apiece; past the
+    /// budget the sandbox does not start (their places cannot all be kept).
+    #[test]
+    fn the_indexes_git_reads_from_the_root_share_one_budget() {
+        use crate::gitlinks::tests::git;
+        if std::process::Command::new("git").arg("--version").output().is_err() {
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        git(&root, &["init", "-q"]);
+        for i in 0..3 {
+            let oid = "1".repeat(40);
+            git(
+                &root,
+                &["update-index", "--add", "--cacheinfo", &format!("160000,{oid},s{i}")],
+            );
+            let git_dir = root.join(format!("s{i}/.git"));
+            std::fs::create_dir_all(&git_dir).unwrap();
+            let index = std::fs::File::create(git_dir.join("index")).unwrap();
+            use std::io::Write;
+            (&index).write_all(b"DIRC\0\0\0\x02\0\0\0\0").unwrap();
+            index.set_len(200 << 20).unwrap();
+        }
+        let mut index = RepositoryIndex::default();
+        let refused = index.refresh(&root).unwrap_err();
+        assert!(refused.contains("take more than 512 MiB together"), "{refused}");
+        // Two of them fit.
+        std::fs::remove_dir_all(root.join("s2/.git")).unwrap();
+        let found = index.refresh(&root).unwrap();
+        assert_eq!(found.submodules.len(), 3);
     }
 
     #[test]

@@ -376,20 +376,32 @@ impl ShellToolset {
         let repositories = session.repositories(&handle).map_err(std::io::Error::other)?;
         static SAID: std::sync::Mutex<std::collections::BTreeSet<PathBuf>> =
             std::sync::Mutex::new(std::collections::BTreeSet::new());
+        let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
+        let bound = crate::protected::MAX_READ_ONLY_MOUNTS;
+        let rel = |path: &PathBuf| path.strip_prefix(&handle).unwrap_or(path).display().to_string();
         for unprotected in &repositories.unprotected {
-            if !SAID
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(unprotected.clone())
-            {
-                continue;
+            if said.insert(unprotected.clone()) {
+                eprintln!(
+                    "iota-host: warning: the submodules {} records are past the sandbox's bound ({bound} mounts): a .git can be made in their places",
+                    rel(unprotected)
+                );
             }
+        }
+        let new: Vec<String> = repositories
+            .writable
+            .iter()
+            .filter(|path| said.insert((*path).clone()))
+            .map(rel)
+            .collect();
+        if !new.is_empty() {
             eprintln!(
-                "iota-host: warning: the submodules {} records are past the sandbox's bound ({} mounts): a .git can be made in their places",
-                unprotected.strip_prefix(&handle).unwrap_or(unprotected).display(),
-                crate::protected::MAX_SUBMODULE_MOUNTS
+                "iota-host: warning: {} repositories below the root, the newest, are past the sandbox's bound ({bound} read-only mounts) and writable inside it: {}{}",
+                new.len(),
+                new.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
+                if new.len() > 5 { ", …" } else { "" }
             );
         }
+        drop(said);
         let below_root = |found: &PathBuf| found.strip_prefix(&handle).ok().map(Path::to_path_buf);
         // The root's own, and a `.git` in every submodule's place: a
         // placeholder where there is none, so that none can be made.

@@ -1239,8 +1239,10 @@ fn by_default_the_home_directory_shows_only_the_toolchains() {
 /// linked into a directory `read:` shows (`~/.kube` into a dotfiles
 /// repository), a toolchain's directory that is a link to a store (`~/go`
 /// to `~/.aws`), and the build configurations of the toolchains that hold
-/// a login (`~/.cargo/config.toml`'s registry token, npm's global `npmrc`,
-/// a token in a URL of `~/.gitconfig`) are out of sight. A configuration
+/// a login (`~/.cargo/config.toml`'s registry token, npm's global `npmrc`
+/// at the top of its prefix and deep in nvm's and mise's, a token in a URL
+/// of `~/.gitconfig`, an SMTP password in git's XDG config) are out of
+/// sight. A configuration
 /// without one, and the rest of the dotfiles, stay readable.
 #[test]
 fn stores_reached_through_links_and_logins_in_build_configurations_are_out_of_sight() {
@@ -1265,6 +1267,16 @@ fn stores_reached_through_links_and_logins_in_build_configurations_are_out_of_si
             "[url \"https://x:HIDDEN-5@github.com/\"]\n\tinsteadOf = https://github.com/\n",
         ),
         (".cargo/config", "[build]\njobs = 2 # SHOWN-2\n"),
+        (
+            ".nvm/versions/node/v20.11.0/etc/npmrc",
+            "//registry.npmjs.org/:_authToken=HIDDEN-6\n",
+        ),
+        (
+            ".local/share/mise/installs/node/20.11.0/etc/npmrc",
+            "//registry.npmjs.org/:_authToken=HIDDEN-7\n",
+        ),
+        (".config/git/config", "[sendemail]\n\tsmtpPass = HIDDEN-8\n"),
+        (".nvm/versions/node/v20.11.0/bin/node", "SHOWN-3"),
     ] {
         std::fs::create_dir_all(home.join(rel).parent().unwrap()).unwrap();
         std::fs::write(home.join(rel), text).unwrap();
@@ -1281,9 +1293,15 @@ fn stores_reached_through_links_and_logins_in_build_configurations_are_out_of_si
                 home.join(".cargo"),
                 home.join(".npm-global"),
                 home.join(".gitconfig"),
+                home.join(".nvm"),
+                home.join(".local/share/mise"),
+                home.join(".config/git"),
             ],
         );
-    assert!(text.contains("SHOWN-1") && text.contains("SHOWN-2"), "{text}");
+    assert!(
+        text.contains("SHOWN-1") && text.contains("SHOWN-2") && text.contains("SHOWN-3"),
+        "{text}"
+    );
     assert!(!text.contains("HIDDEN"), "{text}");
 }
 

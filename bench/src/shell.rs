@@ -240,7 +240,7 @@ pub fn run_start(report: &mut Report, iota_host: &Path) {
     report.row("sandboxed, small project", ours, "the same, `sandbox: off`", Some(peer));
     let (ours, peer) = pair((&small, &default), (&small, &hidden));
     report.row(
-        "home: toolchains (default; their trees searched 3 levels)",
+        "home: toolchains (default; their install trees searched)",
         ours,
         "home: hidden (nothing shown, nothing searched)",
         Some(peer),

@@ -668,14 +668,14 @@ impl ShellToolset {
         let real_cache = cache
             .filter(|c| !matches!(c, CacheMount::Private { .. }))
             .map(|c| c.path().to_path_buf());
-        // The toolchains' trees and the cache are searched near their top
-        // only; what `read:` adds, whole.
+        // The toolchains' trees and the cache are searched as install
+        // trees (not into what a runtime runs); what `read:` adds, whole.
         let toolchains = home::toolchains(home);
         let scope = |whole: bool, shown: &[PathBuf]| credentials::Scope {
             home: home.to_path_buf(),
             whole,
             shown: shown.iter().filter(|p| !toolchains.contains(p)).cloned().collect(),
-            shallow: shown
+            install_trees: shown
                 .iter()
                 .filter(|p| toolchains.contains(p))
                 .cloned()

@@ -842,8 +842,32 @@ pub fn env_table() -> String {
 /// Directories searched at most this deep below the home directory.
 pub const MAX_DEPTH: usize = 6;
 
-/// Levels of a [`Scope::shallow`] directory searched: itself and two below.
-pub const SHALLOW_DEPTH: usize = 3;
+/// The parts of an install tree ([`Scope::install_trees`]) the search does
+/// not enter: large, and what a runtime runs rather than configuration
+/// (npm's global `etc/npmrc` five levels down under nvm, a virtualenv's
+/// `pip.conf`, are outside them).
+const INSTALL_PARTS: &[&str] = &[
+    "bin",
+    "sbin",
+    "lib",
+    "lib64",
+    "libexec",
+    "include",
+    "share",
+    "man",
+    "doc",
+    "docs",
+    "src",
+    "pkg",
+    "registry",
+    "git",
+    "toolchains",
+    "downloads",
+    "cache",
+    "caches",
+    "test",
+    "tests",
+];
 
 /// Directory entries one search looks at, at most.
 pub const MAX_ENTRIES: usize = 100_000;
@@ -967,7 +991,9 @@ const MAX_CONFIG_BYTES: usize = 256 << 10;
 
 /// Whether the file `name` in `dir` is one of [`MAY_HOLD_SECRETS`] and a
 /// line of it names a login (`token`, `password`, `secret`, `_auth`,
-/// `apikey`) or a URL carries one (`https://user:password@`). Read without
+/// `apikey`, `authorization`, `bearer`), a key ends like a password's
+/// (`smtpPass`), or a login stands before an `@` (`https://user:pw@`,
+/// `user:pw@proxy`, `https://<token>@`). Read without
 /// blocking and within [`MAX_CONFIG_BYTES`]; one past that is taken as
 /// holding one.
 fn carries_secret(dir: &impl std::os::fd::AsFd, name: &std::ffi::CStr) -> bool {
@@ -1004,28 +1030,51 @@ fn carries_secret(dir: &impl std::os::fd::AsFd, name: &std::ffi::CStr) -> bool {
         b"_auth",
         b"apikey",
         b"api_key",
+        b"authorization",
+        b"bearer",
     ];
     text.split(|&b| b == b'\n').any(|line| {
         let line = line.trim_ascii();
         // (`//host/:_authToken` is npm's syntax, not a comment.)
         let comment = line.starts_with(b"#") || line.starts_with(b";");
-        !comment && (words.iter().any(|w| memchr::memmem::find(line, w).is_some()) || url_with_password(line))
+        !comment
+            && (words.iter().any(|w| memchr::memmem::find(line, w).is_some())
+                || key_names_a_password(line)
+                || userinfo_with_password(line))
     })
 }
 
-/// Whether `line` holds a URL with a password in it (`scheme://user:pass@`).
-fn url_with_password(line: &[u8]) -> bool {
-    memchr::memmem::find_iter(line, b"://").any(|at| {
-        let rest = &line[at + 3..];
-        let end = rest
+/// Whether the key of a `key = value` (or `key: value`) line names a
+/// password by its end: `smtpPass`, `db_pwd`, `proxy-pw`.
+fn key_names_a_password(line: &[u8]) -> bool {
+    let Some(end) = line.iter().position(|&b| b == b'=' || b == b':') else {
+        return false;
+    };
+    let key = line[..end].trim_ascii().trim_ascii_end();
+    let key = key.strip_suffix(b"\"").unwrap_or(key);
+    [&b"pass"[..], b"pwd", b"pw"].iter().any(|end| key.ends_with(end))
+}
+
+/// Whether `line` holds a login before an `@`: `user:password@host`, with
+/// a scheme or without (libcurl's proxy form), or a token alone as a URL's
+/// user (`https://<token>@github.com`: 16 bytes or more, and not `git`).
+fn userinfo_with_password(line: &[u8]) -> bool {
+    memchr::memchr_iter(b'@', line).any(|at| {
+        let before = &line[..at];
+        let start = before
             .iter()
-            .position(|b| b.is_ascii_whitespace() || matches!(b, b'/' | b'"' | b'\'' | b'<'))
-            .unwrap_or(rest.len());
-        let authority = &rest[..end];
-        authority
-            .iter()
-            .rposition(|&b| b == b'@')
-            .is_some_and(|at| authority[..at].contains(&b':'))
+            .rposition(|b| {
+                b.is_ascii_whitespace() || matches!(b, b'"' | b'\'' | b'=' | b',' | b'[' | b'(' | b'<' | b'>')
+            })
+            .map_or(0, |i| i + 1);
+        let segment = &before[start..];
+        match memchr::memmem::rfind(segment, b"://") {
+            Some(scheme) => {
+                let user = &segment[scheme + 3..];
+                user.contains(&b':') || (user.len() >= 16 && !user.contains(&b'/'))
+            }
+            None => segment.contains(&b':') && !segment.contains(&b'/'),
+        }
     })
 }
 
@@ -1068,11 +1117,12 @@ pub struct Scope {
     pub whole: bool,
     /// Directories searched whole: what `read:` shows.
     pub shown: Vec<PathBuf>,
-    /// Directories searched [`SHALLOW_DEPTH`] levels deep: the toolchains'
-    /// install trees and the real cache, large (a JDK, a Go module cache)
-    /// and holding no logins but near their top (`~/.cargo/credentials.toml`,
-    /// `~/.cache/huggingface/token`, each also in [`KNOWN`]).
-    pub shallow: Vec<PathBuf>,
+    /// Directories searched as install trees: the toolchains' and the real
+    /// cache, large (a JDK, a Go module cache), searched to [`MAX_DEPTH`]
+    /// but not into their [`INSTALL_PARTS`]; their logins sit in their
+    /// configuration (`~/.cargo/credentials.toml`,
+    /// `~/.nvm/versions/node/<v>/etc/npmrc`, `~/.cache/huggingface/token`).
+    pub install_trees: Vec<PathBuf>,
     /// Directories never searched: what sandboxed commands may write (the
     /// root, `write:` paths). Their files are the commands' own, and would
     /// spend the search's bound before it reached the user's.
@@ -1149,12 +1199,12 @@ pub fn search(scope: &Scope) -> Discovered {
     let real_scope: Vec<PathBuf> = scope
         .shown
         .iter()
-        .chain(&scope.shallow)
+        .chain(&scope.install_trees)
         .filter_map(|s| std::fs::canonicalize(s).ok())
         .collect();
     let in_scope = |p: &Path| {
         scope.whole
-            || scope.shown.iter().chain(&scope.shallow).any(|s| p.starts_with(s))
+            || scope.shown.iter().chain(&scope.install_trees).any(|s| p.starts_with(s))
             || real_scope.iter().any(|s| p.starts_with(s))
     };
     // A known store where its tool looks, and where it really is (a
@@ -1178,7 +1228,7 @@ pub fn search(scope: &Scope) -> Discovered {
     }
     // A shown file (`~/.gitconfig`) is not listed in a directory searched:
     // one that holds a login is hidden all the same.
-    for file in scope.shown.iter().chain(&scope.shallow) {
+    for file in scope.shown.iter().chain(&scope.install_trees) {
         let (Some(parent), Some(name)) = (file.parent(), file.file_name()) else {
             continue;
         };
@@ -1197,22 +1247,23 @@ pub fn search(scope: &Scope) -> Discovered {
     }
     let bulky: Vec<PathBuf> = BULKY.iter().map(|b| home.join(b)).collect();
     let mut read = Vec::new();
-    let mut queue: VecDeque<(PathBuf, usize)> = VecDeque::new();
+    // (a directory, its depth, whether it is in an install tree)
+    let mut queue: VecDeque<(PathBuf, usize, bool)> = VecDeque::new();
     if scope.whole {
-        queue.push_back((home.to_path_buf(), 0));
+        queue.push_back((home.to_path_buf(), 0, false));
         for base in [Config, Data, Cache] {
             let dir = base_dir(base, home);
             if !dir.starts_with(home) {
-                queue.push_back((dir, 1));
+                queue.push_back((dir, 1, false));
             }
         }
-        queue.extend(app_homes(home).into_iter().map(|d| (d, 1)));
+        queue.extend(app_homes(home).into_iter().map(|d| (d, 1, false)));
     }
-    queue.extend(scope.shown.iter().map(|d| (d.clone(), 1)));
-    queue.extend(scope.shallow.iter().map(|d| (d.clone(), MAX_DEPTH + 1 - SHALLOW_DEPTH)));
+    queue.extend(scope.shown.iter().map(|d| (d.clone(), 1, false)));
+    queue.extend(scope.install_trees.iter().map(|d| (d.clone(), 1, true)));
     let mut visited = std::collections::HashSet::new();
     let (mut entries, mut cut_short) = (0usize, false);
-    while let Some((dir, depth)) = queue.pop_front() {
+    while let Some((dir, depth, install)) = queue.pop_front() {
         if entries >= MAX_ENTRIES || started.elapsed() > TIME_BUDGET {
             cut_short = true;
             break;
@@ -1273,9 +1324,10 @@ pub fn search(scope: &Scope) -> Discovered {
                 && depth < MAX_DEPTH
                 && (depth > 0 || name.starts_with(b".") || name == b"snap")
                 && !NEVER_ENTERED.iter().any(|n| n.as_bytes() == name)
+                && !(install && INSTALL_PARTS.iter().any(|n| n.as_bytes() == name))
                 && !bulky.contains(&path);
             if entered {
-                queue.push_back((path, depth + 1));
+                queue.push_back((path, depth + 1, install));
             }
         }
     }
@@ -1324,6 +1376,35 @@ mod tests {
             ),
             (".gitconfig", "[user]\n\tname = Me\n\temail = me@example.com\n", false),
             ("settings.xml", "<server><password>pw</password></server>\n", true),
+            // What a review read past the first rules.
+            (
+                ".gitconfig",
+                "[http]\n\textraHeader = Authorization: Bearer ghp_abc\n",
+                true,
+            ),
+            (
+                "config",
+                "[url \"https://ghp_0123456789abcdef0123@github.com/\"]\n\tinsteadOf = x\n",
+                true,
+            ),
+            ("config", "[sendemail]\n\tsmtpPass = hunter2\n", true),
+            ("config.toml", "[http]\nproxy = \"user:pw@proxy:3128\"\n", true),
+            (
+                "config.toml",
+                "[registries.a]\nindex = \"sparse+https://0123456789abcdef01@host/\"\n",
+                true,
+            ),
+            (
+                "pip.conf",
+                "[global]\nindex-url = https://0123456789abcdef0123@pypi.fury.io/acme/\n",
+                true,
+            ),
+            // A git remote's user, an email, ssh: none is a login.
+            (
+                ".gitconfig",
+                "[url \"ssh://git@github.com/\"]\n\tinsteadOf = git@github.com:\n[user]\n\temail = me@example.com\n",
+                false,
+            ),
             ("notes.txt", "token = abc\n", false),
         ] {
             std::fs::write(d.join(name), text).unwrap();
@@ -1501,7 +1582,7 @@ mod tests {
             home: home.clone(),
             whole: true,
             shown: Vec::new(),
-            shallow: Vec::new(),
+            install_trees: Vec::new(),
             skip: vec![home.join("dotfiles/config/nvim/project")],
         };
         let found = search(&scope);
@@ -1523,21 +1604,32 @@ mod tests {
             home: home.clone(),
             whole: false,
             shown: vec![home.join("snap")],
-            shallow: Vec::new(),
+            install_trees: Vec::new(),
             skip: Vec::new(),
         };
         assert_eq!(search(&shown).found.len(), 1);
-        // A toolchain's tree only near its top.
+        // An install tree outside the parts a runtime runs: npm's global
+        // config five levels down is found, a JDK's library is not entered.
         write(".sdkman/candidates/java/17/lib/security/cacerts.key");
         write(".sdkman/etc/token");
-        let shallow = Scope {
+        write(".nvm/versions/node/v20.11.0/lib/node_modules/x/token");
+        let npmrc = home.join(".nvm/versions/node/v20.11.0/etc/npmrc");
+        std::fs::create_dir_all(npmrc.parent().unwrap()).unwrap();
+        std::fs::write(&npmrc, "//registry.npmjs.org/:_authToken=npm_x\n").unwrap();
+        let install_trees = Scope {
             home: home.clone(),
             whole: false,
             shown: Vec::new(),
-            shallow: vec![home.join(".sdkman")],
+            install_trees: vec![home.join(".sdkman"), home.join(".nvm")],
             skip: Vec::new(),
         };
-        let found: Vec<PathBuf> = search(&shallow).found;
-        assert_eq!(found, [home.join(".sdkman/etc/token")]);
+        let found: Vec<PathBuf> = search(&install_trees).found;
+        assert_eq!(
+            found,
+            [
+                home.join(".nvm/versions/node/v20.11.0/etc/npmrc"),
+                home.join(".sdkman/etc/token")
+            ]
+        );
     }
 }

@@ -103,6 +103,28 @@ fn glob_shows_the_200_newest_of_n() {
     );
 }
 
+/// Where the 64 KB output cap shows fewer than 200, the note counts the
+/// paths shown and names the cap.
+#[test]
+fn glob_cut_by_the_output_cap_says_how_many_it_shows() {
+    let p = Project::new();
+    let dir = "d".repeat(200);
+    for i in 0..210 {
+        set_mtime(&p.write(&format!("{dir}/{i:03}{}.txt", "f".repeat(190)), ""), 1000 + i);
+    }
+    let r = p.call("glob", json!({"pattern": "*.txt"}));
+    assert!(r.text.len() <= 65_536);
+    let shown = r.text.lines().filter(|l| l.ends_with(".txt")).count();
+    assert!(shown < 200, "{shown}");
+    assert!(
+        r.text.ends_with(&format!(
+            "[showing the {shown} newest of 210 matches, as many as fit in the 64 KB output cap; narrow the pattern to see the rest]"
+        )),
+        "{}",
+        &r.text[r.text.len() - 200..]
+    );
+}
+
 #[test]
 fn glob_collects_at_most_10000_candidates() {
     let p = Project::new();
@@ -323,6 +345,26 @@ fn list_dir_caps_at_500_entries() {
     assert_eq!(lines.len(), 501);
     assert_eq!(lines[0], "f000 (0 B)");
     assert_eq!(lines[500], "[showing 500 of 600 entries]");
+}
+
+/// A listing the 64 KB output cap cuts says so, counting what it shows.
+#[test]
+fn list_dir_cut_by_the_output_cap_says_how_many_it_shows() {
+    let p = Project::new();
+    for i in 0..300 {
+        p.write(&format!("d/{i:03}{}", "n".repeat(240)), "x");
+    }
+    let r = p.call("list_dir", json!({"path": "d"}));
+    assert!(r.text.len() <= 65_536);
+    let shown = r.text.lines().filter(|l| l.ends_with("(1 B)")).count();
+    assert!(shown < 300, "{shown}");
+    assert!(
+        r.text.ends_with(&format!(
+            "[showing {shown} of 300 entries, as many as fit in the 64 KB output cap]"
+        )),
+        "{}",
+        &r.text[r.text.len() - 200..]
+    );
 }
 
 #[test]

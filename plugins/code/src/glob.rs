@@ -6,7 +6,8 @@
 //! root-relative path per line, newest modification first (ties keep the walk's
 //! lexical order). At most 200 results are shown, out of at most 10,000
 //! candidates collected: [showing the 200 newest of N matches; narrow the
-//! pattern to see the rest]. Nothing found is no files match <pattern>, not an
+//! pattern to see the rest] (where the 64 KB output cap shows fewer, the note
+//! counts those and says so). Nothing found is no files match <pattern>, not an
 //! error. .git and anything the root .gitignore matches are excluded.
 
 use crate::{Ctx, fanout, walk};
@@ -78,11 +79,20 @@ fn search(ctx: &Ctx, args: &Args) -> Result<String, String> {
     // Stable: ties keep the walk's lexical order.
     found.sort_by_key(|(modified, _)| std::cmp::Reverse(*modified));
     let total = found.len();
-    let footer = (total > SHOWN)
-        .then(|| format!("[showing the {SHOWN} newest of {total} matches; narrow the pattern to see the rest]"));
     Ok(join_capped(
         found.iter().take(SHOWN).map(|(_, rel)| rel.as_str()),
-        footer.as_deref(),
+        |shown| {
+            if shown.cut_by_cap {
+                let shown = shown.rows;
+                Some(format!(
+                    "[showing the {shown} newest of {total} matches, as many as fit in the 64 KB output cap; narrow the pattern to see the rest]"
+                ))
+            } else {
+                (total > SHOWN).then(|| {
+                    format!("[showing the {SHOWN} newest of {total} matches; narrow the pattern to see the rest]")
+                })
+            }
+        },
     ))
 }
 

@@ -2,7 +2,9 @@
 //!
 //! Spec: "directories with a trailing /, files with their size, sorted by name.
 //! A symlink shows its own size and is never listed as a directory. At most 500
-//! entries: [showing 500 of N entries]. An empty directory is [directory is
+//! entries: [showing 500 of N entries]." (Where the 64 KB output cap shows
+//! fewer: [showing K of N entries, as many as fit in the 64 KB output cap].)
+//! "An empty directory is [directory is
 //! empty]; one that cannot be read, cannot list <dir>: <error>." A directory
 //! argument that is not one is `not a directory: <as written>`.
 
@@ -80,9 +82,17 @@ fn list(ctx: &Ctx, written: &str) -> Result<String, String> {
     }
     rows.sort_by(|a, b| a.0.cmp(&b.0));
     let total = rows.len();
-    let footer = (total > MAX_ENTRIES).then(|| format!("[showing {MAX_ENTRIES} of {total} entries]"));
     Ok(join_capped(
         rows.iter().take(MAX_ENTRIES).map(|(_, row)| row.as_str()),
-        footer.as_deref(),
+        |shown| {
+            if shown.cut_by_cap {
+                let shown = shown.rows;
+                Some(format!(
+                    "[showing {shown} of {total} entries, as many as fit in the 64 KB output cap]"
+                ))
+            } else {
+                (total > MAX_ENTRIES).then(|| format!("[showing {MAX_ENTRIES} of {total} entries]"))
+            }
+        },
     ))
 }

@@ -35,20 +35,65 @@ pub fn clip(line: &str, max: usize) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// Joins `rows` with newlines, followed by `footer` on its own line, keeping
-/// the whole within [`OUTPUT_CAP`]: rows that would pass it are left out.
-pub fn join_capped<'a>(rows: impl IntoIterator<Item = &'a str>, footer: Option<&str>) -> String {
-    let budget = OUTPUT_CAP - footer.map_or(0, |f| f.len() + 1);
+/// What [`join_capped`] showed of its rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shown {
+    /// Rows shown.
+    pub rows: usize,
+    /// Whether [`OUTPUT_CAP`] left rows out.
+    pub cut_by_cap: bool,
+}
+
+/// Bytes kept for a footer when [`OUTPUT_CAP`] cuts the rows: a footer is
+/// a note of one line, shorter than this.
+pub const FOOTER_ROOM: usize = 256;
+
+/// Joins `rows` with newlines within [`OUTPUT_CAP`], followed by the line
+/// `footer` makes of what was shown (`None`: no line), so that a note
+/// counts the rows it follows and can say when the cap, not the caller's
+/// own bound, cut them. A footer longer than [`FOOTER_ROOM`] is clipped.
+pub fn join_capped<'a>(rows: impl IntoIterator<Item = &'a str>, footer: impl Fn(Shown) -> Option<String>) -> String {
+    let note = |shown: Shown| footer(shown).map(|f| clip(&f, FOOTER_ROOM - 4).into_owned());
     let mut out = String::new();
+    let mut count = 0;
+    // The rows, and where they end, that leave room for a note.
+    let mut room_mark = (0, 0);
+    let mut cut_by_cap = false;
     for row in rows {
-        if out.len() + row.len() + 1 > budget {
+        if out.len() + row.len() + 1 > OUTPUT_CAP {
+            cut_by_cap = true;
             break;
         }
         out.push_str(row);
         out.push('\n');
+        count += 1;
+        if out.len() <= OUTPUT_CAP - FOOTER_ROOM {
+            room_mark = (count, out.len());
+        }
     }
-    match footer {
-        Some(footer) => out.push_str(footer),
+    if !cut_by_cap {
+        match note(Shown {
+            rows: count,
+            cut_by_cap: false,
+        }) {
+            None => {
+                out.pop();
+                return out;
+            }
+            Some(line) if out.len() + line.len() <= OUTPUT_CAP => {
+                out.push_str(&line);
+                return out;
+            }
+            // The note does not fit after every row: fewer rows.
+            Some(_) => {}
+        }
+    }
+    out.truncate(room_mark.1);
+    match note(Shown {
+        rows: room_mark.0,
+        cut_by_cap: true,
+    }) {
+        Some(line) => out.push_str(&line),
         None => {
             out.pop();
         }
@@ -117,6 +162,39 @@ mod tests {
         assert_eq!((w.text.as_str(), w.last, w.truncated), ("2:bbbb\n", 2, false));
         let w = window(&["x".repeat(50)], 1, 1, 10, |_, l, out| out.push_str(l));
         assert!(w.truncated && w.last == 1 && w.text.ends_with("…\n"));
+    }
+
+    /// The note counts what is shown and knows when the cap cut it; the
+    /// whole stays within the cap, and rows all shown with no note need none.
+    #[test]
+    fn a_joined_list_says_what_it_shows_and_what_cut_it() {
+        let note = |shown: Shown| Some(format!("[{} shown, cut by cap: {}]", shown.rows, shown.cut_by_cap));
+        assert_eq!(join_capped(["a", "b"], note), "a\nb\n[2 shown, cut by cap: false]");
+        assert_eq!(join_capped(["a", "b"], |_| None), "a\nb");
+        let row = "x".repeat(99);
+        let rows: Vec<&str> = std::iter::repeat_n(row.as_str(), 1000).collect();
+        let out = join_capped(rows.iter().copied(), note);
+        assert!(out.len() <= OUTPUT_CAP);
+        let shown = out.lines().filter(|l| *l == row).count();
+        assert!(out.ends_with(&format!("[{shown} shown, cut by cap: true]")), "{shown}");
+        assert!(shown >= (OUTPUT_CAP - FOOTER_ROOM) / 100 - 1);
+        // Every row fits, but not with the note after them: fewer rows.
+        let fits = OUTPUT_CAP / 100;
+        let long_note = |shown: Shown| {
+            Some(format!(
+                "{}[{} shown, cut by cap: {}]",
+                "-".repeat(60),
+                shown.rows,
+                shown.cut_by_cap
+            ))
+        };
+        let out = join_capped(rows.iter().take(fits).copied(), long_note);
+        assert!(out.len() <= OUTPUT_CAP);
+        assert!(out.ends_with("cut by cap: true]"), "{}", &out[out.len() - 40..]);
+        assert_eq!(
+            join_capped(rows.iter().take(fits).copied(), |_| None).lines().count(),
+            fits
+        );
     }
 
     #[test]

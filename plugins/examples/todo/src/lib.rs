@@ -46,8 +46,9 @@ pub fn run(root: &str, args: &Args) -> ToolResult {
             return "no TODO or FIXME comments".to_string();
         }
         let total = found.len();
-        let footer = (total > MAX_FOUND).then(|| format!("[showing {MAX_FOUND} of {total}]"));
-        join_capped(found.iter().take(MAX_FOUND).map(String::as_str), footer.as_deref())
+        join_capped(found.iter().take(MAX_FOUND).map(String::as_str), |shown| {
+            (shown.cut_by_cap || total > MAX_FOUND).then(|| format!("[showing {} of {total}]", shown.rows))
+        })
     });
     ToolResult::from_outcome(NAME, outcome)
 }

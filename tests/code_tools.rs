@@ -673,6 +673,30 @@ fn write_file_overwrites_only_what_was_read() {
     assert_eq!(p.read("a.txt"), b"new content\n");
 }
 
+/// Replacing a 5 MB file with a few bytes is a write that happened: the
+/// answer says so, with its diff cut at 64 KB (before, the diff took 10-27 s
+/// of CPU and, past the host's output limit, turned the answer into an
+/// error while the file was replaced).
+#[test]
+fn a_write_whose_diff_is_huge_answers_that_it_wrote() {
+    let p = Project::new().auto_write();
+    let line = "a line of the old file, long enough to count\n";
+    p.write("big.txt", line.repeat(5 * 1024 * 1024 / line.len()));
+    let rs = p.calls(&[
+        ("read_file", json!({"path": "big.txt", "limit": 1})),
+        ("write_file", json!({"path": "big.txt", "content": "small\n"})),
+    ]);
+    assert_ok(&rs[1], "wrote 6 B to big.txt (overwritten)");
+    let diff = rs[1].diff.as_deref().unwrap();
+    assert!(
+        diff.len() <= 64 * 1024 && diff.ends_with("[diff cut at 64 KB]\n"),
+        "{}",
+        &diff[diff.len() - 100..]
+    );
+    assert!(diff.starts_with("--- a/big.txt\n+++ b/big.txt\n"));
+    assert_eq!(p.read("big.txt"), b"small\n");
+}
+
 #[test]
 fn write_file_refuses_directories_and_non_regular_files() {
     let p = Project::new().auto_write();

@@ -2,9 +2,10 @@
 //! gate decided on, resolved once and held open (`caps/writes.rs`).
 //! Attacks assert effects on disk: what is in `.git`, what a file holds.
 
-use crate::support::{COMPONENTS, Project};
+use crate::support::{self, COMPONENTS, Project};
 use serde_json::json;
 use std::os::unix::fs::symlink;
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -114,6 +115,77 @@ fn scribe() -> Project {
     Project::new().config(&format!(
         "toolsets:\n  scribe:\n    path: {COMPONENTS}/scribe.wasm\n    grant: [write, parallel]\nagents:\n  a:\n    tools:\n      scribe:\n"
     ))
+}
+
+/// A call that wrote its file is answered as one that did, even when its
+/// answer is past the set's output limit: cut, with a note, never dropped
+/// as a failure (issue 48: the model read "failed" for a write that was
+/// made).
+#[test]
+fn a_write_made_is_said_even_past_the_output_limit() {
+    let p = scribe().answers(r#"["once"]"#);
+    let r = p.call(
+        "replace",
+        json!({"path": "a.txt", "text": "new", "expect": "absent", "pad": 2 << 20}),
+    );
+    assert!(!r.is_error, "{}", &r.text[r.text.len().saturating_sub(300)..]);
+    assert!(r.text.contains("replaced: 3 bytes"), "{}", &r.text[..200]);
+    assert!(
+        r.text
+            .ends_with("cut here, and the diff left out — the file was written]"),
+        "{}",
+        &r.text[r.text.len() - 200..]
+    );
+    assert!(r.text.len() <= 1024 * 1024);
+    assert_eq!(p.read("a.txt"), b"new");
+    // A call that wrote nothing is dropped past the limit, as before.
+    let r = p.call(
+        "replace",
+        json!({"path": "a.txt", "text": "newer", "expect": "absent", "pad": 2 << 20}),
+    );
+    assert!(
+        r.is_error && r.text.ends_with("the result was dropped"),
+        "{}",
+        &r.text[..200.min(r.text.len())]
+    );
+    assert_eq!(p.read("a.txt"), b"new");
+}
+
+/// A full disk is said in words the model can act on, and leaves nothing
+/// behind: not the file, not a temporary one.
+#[test]
+fn a_full_disk_is_said_and_leaves_nothing() {
+    let p = Project::new().auto_write();
+    let full = p.path("full");
+    std::fs::create_dir(&full).unwrap();
+    let mounted = std::process::Command::new("mount")
+        .args(["-t", "tmpfs", "-o", "size=64k", "iota-full-disk-test"])
+        .arg(&full)
+        .status();
+    if !support::require("mounting a tmpfs (root)", mounted.is_ok_and(|s| s.success())) {
+        return;
+    }
+    struct Mounted<'a>(&'a Path);
+    impl Drop for Mounted<'_> {
+        fn drop(&mut self) {
+            let _ = std::process::Command::new("umount").arg(self.0).status();
+        }
+    }
+    let _mounted = Mounted(&full);
+    let r = p.call(
+        "write_file",
+        json!({"path": "full/big.txt", "content": "x".repeat(100_000)}),
+    );
+    assert!(r.is_error, "{}", r.text);
+    assert_eq!(
+        r.text,
+        "cannot write full/big.txt: the disk is full (no space left on device); free some space and call again; nothing was written"
+    );
+    assert_eq!(
+        std::fs::read_dir(&full).unwrap().count(),
+        0,
+        "nothing left in the directory"
+    );
 }
 
 /// A component approved to write one file has no other way to write: its

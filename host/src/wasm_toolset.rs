@@ -414,18 +414,39 @@ impl WasmToolset {
         self.describe_failure(err, store.data().limiter.hit, flooded, &stderr.contents())
     }
 
-    /// The result, unless it is larger than the set's output limit.
-    fn within_output_limit(&self, result: ToolResult) -> Result<ToolResult, String> {
+    /// The result, unless it is larger than the set's output limit. A call
+    /// that `wrote` its file is never answered as failed for that: its
+    /// text is cut to the limit, with a note, and its diff left out.
+    fn within_output_limit(&self, result: ToolResult, wrote: bool) -> Result<ToolResult, String> {
         let size = (result.text.len() + result.diff.as_ref().map_or(0, String::len)) as u64;
         if size <= self.limits.output {
             return Ok(result);
         }
-        Err(format!(
-            "toolset {:?} returned {} KiB, over its output limit ({} KiB); the result was dropped",
+        let over = format!(
+            "toolset {:?} returned {} KiB, over its output limit ({} KiB)",
             self.name,
             size.div_ceil(1024),
             self.limits.output >> 10
-        ))
+        );
+        if !wrote {
+            return Err(format!("{over}; the result was dropped"));
+        }
+        let note = format!("\n[{over}; cut here, and the diff left out — the file was written]");
+        let keep = usize::try_from(self.limits.output)
+            .unwrap_or(usize::MAX)
+            .saturating_sub(note.len());
+        let mut text = result.text;
+        let mut end = keep.min(text.len());
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push_str(&note);
+        Ok(ToolResult {
+            text,
+            diff: None,
+            ..result
+        })
     }
 
     /// Bytes one crossing may copy out of the component: the arguments of
@@ -603,7 +624,7 @@ impl Toolset for WasmToolset {
             Role::Call(decided.write.clone()),
             |b, store, ctx| b.iota_toolset_toolset().call_invoke(store, ctx, tool, args),
         )
-        .and_then(|result| self.within_output_limit(result))
+        .and_then(|result| self.within_output_limit(result, decided.write.held().is_some_and(|file| file.wrote())))
         .unwrap_or_else(|text| ToolResult::failure(tool, text))
     }
 }

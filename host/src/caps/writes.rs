@@ -89,6 +89,9 @@ pub struct HeldWrite {
     protected: bool,
     /// The root's device and inode: where a look up from `dir` stops.
     root_id: (u64, u64),
+    /// Whether a `replace` wrote it: the call's answer must then say it did,
+    /// whatever else it costs.
+    wrote: std::sync::atomic::AtomicBool,
 }
 
 impl HeldWrite {
@@ -209,7 +212,13 @@ impl HeldWrite {
             lands,
             protected,
             root_id,
+            wrote: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Whether [`HeldWrite::replace`] wrote the file.
+    pub fn wrote(&self) -> bool {
+        self.wrote.load(std::sync::atomic::Ordering::Acquire)
     }
 
     /// Where the write lands, relative to the root.
@@ -305,8 +314,14 @@ impl HeldWrite {
             // The umask narrowed the mode the file was made with.
             rustix::fs::fchmod(&new.file, mode)?;
         }
+        // On the disk before it is in place: a crash after the answer
+        // keeps what the answer says was written.
+        new.file.sync_all()?;
         let meta = new.file.metadata()?;
         new.link(dir, &self.name, mode.is_some())?;
+        self.wrote.store(true, std::sync::atomic::Ordering::Release);
+        // The new name durable too; the file is in place whatever this says.
+        let _ = rustix::fs::fsync(dir);
         remove_stale_temporaries(dir, &self.name);
         Ok(version_of(&meta))
     }
@@ -348,9 +363,23 @@ impl From<WriteError> for Refusal {
                 "its directory became part of a git repository after the call was decided; call it again to be asked"
                     .to_string(),
             ),
-            WriteError::Io(e) => Refusal::Other(iota_toolset::output::plain(&e)),
+            WriteError::Io(e) => Refusal::Other(in_words(&e)),
         }
     }
+}
+
+/// A system error as what the model (or the person) can act on; nothing
+/// was written when one of these is said.
+fn in_words(e: &std::io::Error) -> String {
+    let why = match e.raw_os_error().map(Errno::from_raw_os_error) {
+        Some(Errno::NOSPC) => "the disk is full (no space left on device); free some space and call again",
+        Some(Errno::DQUOT) => "the disk quota is exceeded; free some of the quota and call again",
+        Some(Errno::ROFS) => "the filesystem is read-only",
+        Some(Errno::ACCESS | Errno::PERM) => "permission denied: the user iota-host runs as may not write there",
+        Some(Errno::FBIG) => "the file would be larger than the filesystem or a limit allows",
+        _ => return iota_toolset::output::plain(e),
+    };
+    format!("{why}; nothing was written")
 }
 
 /// A file being written, not yet under its name.

@@ -1794,18 +1794,22 @@ fn submodules_of_an_enclosing_repository_are_kept_and_a_crafted_index_is_bounded
 /// A command that makes thousands of repositories below the root cannot
 /// stop the sandbox from starting (bubblewrap takes 9,000 arguments, three
 /// a mount), nor push the user's own nested repository out of the
-/// read-only ones: those made first are kept first, the newest are left
-/// writable.
+/// read-only ones — not with directories of its own, nor with hard links
+/// to the user's old files named `.git` (which keep their birth time):
+/// those there when the session started are kept first, those made since
+/// are left writable. In the next session they were there at its start:
+/// the sandbox does not start, and says which to remove.
 #[test]
 fn thousands_of_repositories_a_command_makes_leave_the_users_read_only_and_the_sandbox_starting() {
     let Some(p) = sandboxed() else { return };
     std::fs::create_dir_all(p.path("zzz/user")).unwrap();
     git(&["init", "-q"], &p.path("zzz/user"));
     let config = p.read("zzz/user/.git/config");
+    p.write("README", "old");
     let host = support::LibraryHost::new(&p);
     let r = host.call(
         "shell",
-        json!({"command": "for i in $(seq 3000); do mkdir -p m/r$i/.git; done; echo made"}),
+        json!({"command": "for i in $(seq 18); do d=z$i/$(printf 'a/%.0s' $(seq 108)); mkdir -p $d; ln README $d.git; done; for i in $(seq 3000); do mkdir -p m/r$i/.git; done; echo made"}),
     );
     assert!(r.text.contains("made"), "{}", r.text);
     let r = host.call(
@@ -1818,7 +1822,26 @@ fn thousands_of_repositories_a_command_makes_leave_the_users_read_only_and_the_s
         "shell",
         json!({"command": "touch m/r3000/.git/config && echo writable"}),
     );
-    assert!(r.text.contains("writable"), "the newest are past the bound: {}", r.text);
+    assert!(
+        r.text.contains("writable"),
+        "those made since are past the bound: {}",
+        r.text
+    );
+    drop(host);
+    let host = support::LibraryHost::new(&p);
+    let r = host.call("shell", json!({"command": "echo ran"}));
+    assert!(
+        r.is_error && r.text.contains("remove those you do not need") && !r.text.contains("ran"),
+        "{}",
+        r.text
+    );
+    std::fs::remove_dir_all(p.path("m")).unwrap();
+    for i in 1..=18 {
+        std::fs::remove_dir_all(p.path(&format!("z{i}"))).unwrap();
+    }
+    let r = host.call("shell", json!({"command": "echo ran"}));
+    assert!(r.text.contains("ran"), "{}", r.text);
+    assert_eq!(p.read("zzz/user/.git/config"), config);
 }
 
 /// A placeholder is kept while any session's root holds it: a session on

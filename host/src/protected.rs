@@ -84,6 +84,9 @@ pub struct RepositoryIndex {
     pending: Vec<PathBuf>,
     /// The gitlinks of each index read, with the stamps it had then.
     indexes: HashMap<PathBuf, ReadIndex>,
+    /// The repositories there when the session first looked, before any
+    /// command of it ran: kept read-only before any that came later.
+    first_seen: Option<BTreeSet<PathBuf>>,
 }
 
 /// One index as read: its stamp and its shared part's then (a split
@@ -114,8 +117,9 @@ pub struct Repositories {
     /// past [`MAX_READ_ONLY_MOUNTS`] or [`OTHER_INDEX_BYTES`].
     pub unprotected: Vec<PathBuf>,
     /// Repositories below the root left writable: past
-    /// [`MAX_READ_ONLY_MOUNTS`], the newest (a command can make thousands;
-    /// the user's, made before, are kept first).
+    /// [`MAX_READ_ONLY_MOUNTS`], among those that came since the session
+    /// first looked (a command can make thousands; those there before are
+    /// all kept, or the sandbox does not start).
     pub writable: Vec<PathBuf>,
 }
 
@@ -127,7 +131,9 @@ pub struct Repositories {
 /// placeholders it makes and bubblewrap's command line (at most 9,000
 /// arguments, three a mount) grow with them. Those git reads from the root
 /// must all fit, or the sandbox does not start; then the other
-/// repositories, oldest first; then the submodules they record.
+/// repositories there when the session first looked (all, or the sandbox
+/// does not start), then those that came since; then the submodules they
+/// record.
 pub const MAX_READ_ONLY_MOUNTS: usize = 2048;
 
 /// Bytes of index one refresh reads at most for the repositories git does
@@ -246,21 +252,40 @@ impl RepositoryIndex {
             }
             submodules.extend(below);
         }
-        // The other repositories, oldest first (by birth where the
-        // filesystem keeps it: git changes a `.git` directory's change time
-        // at every command), while their mounts fit.
-        let mut by_age: Vec<(i128, PathBuf)> = own.into_iter().map(|entry| (made_at(&entry), entry)).collect();
-        by_age.sort();
+        // The other repositories, while their mounts fit: first those there
+        // when the session first looked — all of them, or the sandbox does
+        // not start (which of them a command made, a birth time cannot
+        // tell: a hard link or a rename keeps an old one) — then those that
+        // came since, nearest first, the rest left writable. So no command
+        // can crowd out a repository the user had.
+        let first_seen = self.first_seen.get_or_insert_with(|| own.iter().cloned().collect());
+        let mut ordered: Vec<(bool, usize, PathBuf)> = own
+            .into_iter()
+            .map(|entry| (!first_seen.contains(&entry), mounts_for(&entry, root), entry))
+            .collect();
+        ordered.sort();
         let (mut own, mut writable) = (Vec::new(), Vec::new());
-        for (_, entry) in by_age {
+        let mut crowded: Vec<(usize, PathBuf)> = Vec::new();
+        for (came_since, mounts, entry) in ordered {
             let counted = done.contains(&entry) || entry.parent().is_some_and(|p| submodules.contains(p));
-            let more = if counted { 0 } else { mounts_for(&entry, root) };
-            if cost + more > MAX_READ_ONLY_MOUNTS {
-                writable.push(entry);
-            } else {
+            let more = if counted { 0 } else { mounts };
+            if cost + more <= MAX_READ_ONLY_MOUNTS {
                 cost += more;
                 own.push(entry);
+            } else if came_since {
+                writable.push(entry);
+            } else {
+                crowded.push((mounts, entry));
             }
+        }
+        if !crowded.is_empty() {
+            crowded.sort_by(|a, b| b.cmp(a));
+            let named: Vec<String> = crowded.iter().take(5).map(|(_, entry)| shown(entry, root)).collect();
+            return Err(format!(
+                "the repositories below the root need more than {MAX_READ_ONLY_MOUNTS} read-only mounts (one for each directory on the way to each), and the sandbox keeps every one that was there when the session started, so it does not start; remove those you do not need, or start in a narrower directory ({} past the bound, the deepest: {})",
+                crowded.len(),
+                named.join(", ")
+            ));
         }
         own.sort();
         writable.sort();
@@ -436,26 +461,6 @@ fn git_dir_of(entry: &Path) -> Option<PathBuf> {
         }
         _ => None,
     }
-}
-
-/// When `entry` was made (ns): its birth time where the filesystem keeps
-/// one, else its change time; neither can be set back by a process.
-fn made_at(entry: &Path) -> i128 {
-    use rustix::fs::{StatxFlags, statx};
-    let Ok(st) = statx(
-        rustix::fs::CWD,
-        entry,
-        AtFlags::SYMLINK_NOFOLLOW,
-        StatxFlags::BTIME | StatxFlags::CTIME,
-    ) else {
-        return i128::MAX;
-    };
-    let time = if st.stx_mask & StatxFlags::BTIME.bits() != 0 {
-        st.stx_btime
-    } else {
-        st.stx_ctime
-    };
-    i128::from(time.tv_sec) * 1_000_000_000 + i128::from(time.tv_nsec)
 }
 
 /// A file's [`Stamp`], followed.

@@ -395,7 +395,7 @@ impl ShellToolset {
             .collect();
         if !new.is_empty() {
             eprintln!(
-                "iota-host: warning: {} repositories below the root, the newest, are past the sandbox's bound ({bound} read-only mounts) and writable inside it: {}{}",
+                "iota-host: warning: {} repositories made below the root since the session started are past the sandbox's bound ({bound} read-only mounts) and writable inside it: {}{}",
                 new.len(),
                 new.iter().take(5).cloned().collect::<Vec<_>>().join(", "),
                 if new.len() > 5 { ", …" } else { "" }

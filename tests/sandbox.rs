@@ -1277,6 +1277,27 @@ fn stores_reached_through_links_and_logins_in_build_configurations_are_out_of_si
         ),
         (".config/git/config", "[sendemail]\n\tsmtpPass = HIDDEN-8\n"),
         (".nvm/versions/node/v20.11.0/bin/node", "SHOWN-3"),
+        // What a second review read past those.
+        (
+            ".rbenv/versions/3.3.0/etc/gemrc",
+            ":sources:\n- https://ci-bot:HIDDEN-9@gems.example/\n",
+        ),
+        (
+            ".pyenv/versions/miniconda3-latest/.condarc",
+            "channels:\n  - https://conda.anaconda.org/t/ab12-cd34ef56-7890-abcd-ef12/HIDDEN-10\n",
+        ),
+        (
+            ".pyenv/versions/miniconda3-latest/condarc.d/corp.yml",
+            "channel_alias: https://u:HIDDEN-11@conda.example\n",
+        ),
+        (
+            ".sdkman/candidates/gradle/8.5/init.d/corp-repo.gradle",
+            "credentials { password \"HIDDEN-12\" }\n",
+        ),
+        (
+            ".nvm/versions/node/v20.11.0/lib/node_modules/npm/npmrc",
+            "//registry.npmjs.org/:_authToken=HIDDEN-13\n",
+        ),
     ] {
         std::fs::create_dir_all(home.join(rel).parent().unwrap()).unwrap();
         std::fs::write(home.join(rel), text).unwrap();
@@ -1296,6 +1317,9 @@ fn stores_reached_through_links_and_logins_in_build_configurations_are_out_of_si
                 home.join(".nvm"),
                 home.join(".local/share/mise"),
                 home.join(".config/git"),
+                home.join(".rbenv"),
+                home.join(".pyenv"),
+                home.join(".sdkman"),
             ],
         );
     assert!(

@@ -401,6 +401,18 @@ pub const KNOWN: &[Known] = &[
         "https://packaging.python.org/en/latest/specifications/pypirc/",
     ),
     known(
+        Home,
+        ".bundle/config",
+        "Bundler (credentials for gem sources)",
+        "https://bundler.io/man/bundle-config.1.html",
+    ),
+    known(
+        Home,
+        ".gitcookies",
+        "git over HTTP to Gerrit / googlesource",
+        "https://gerrit-review.googlesource.com/Documentation/user-upload.html",
+    ),
+    known(
         Config,
         "pypoetry/auth.toml",
         "Poetry",
@@ -982,25 +994,41 @@ const MAY_HOLD_SECRETS: &[&[u8]] = &[
     b"pip.ini",
     b".condarc",
     b".gemrc",
+    b"gemrc",
+    b"condarc",
     b".bunfig.toml",
     b"bunfig.toml",
 ];
 
+/// Where npm keeps its built-in `npmrc` below a prefix's `lib` (an install
+/// part the search does not enter): npm reads it on every run.
+const NPM_BUILTIN_DIR: &str = "node_modules/npm";
+
+/// Directories whose every file is a configuration read like those of
+/// [`MAY_HOLD_SECRETS`]: conda's `condarc.d`, Gradle's `init.d` scripts.
+const CONFIG_DIRS: &[&[u8]] = &[b"condarc.d", b"init.d"];
+
+/// Whether the file `name` in the directory named `parent` is a
+/// configuration to read for logins ([`carries_secret`]).
+fn may_hold_secrets(name: &[u8], parent: &[u8]) -> bool {
+    let name = name.to_ascii_lowercase();
+    MAY_HOLD_SECRETS.contains(&name.as_slice())
+        || name.ends_with(b".gradle")
+        || name.ends_with(b".gradle.kts")
+        || CONFIG_DIRS.contains(&parent.to_ascii_lowercase().as_slice())
+}
+
 /// Bytes of one such file read at most: one longer is hidden unread.
 const MAX_CONFIG_BYTES: usize = 256 << 10;
 
-/// Whether the file `name` in `dir` is one of [`MAY_HOLD_SECRETS`] and a
-/// line of it names a login (`token`, `password`, `secret`, `_auth`,
+/// Whether a line of the file `name` in `dir` (one [`may_hold_secrets`]
+/// picks) names a login (`token`, `password`, `secret`, `_auth`,
 /// `apikey`, `authorization`, `bearer`), a key ends like a password's
 /// (`smtpPass`), or a login stands before an `@` (`https://user:pw@`,
 /// `user:pw@proxy`, `https://<token>@`). Read without
 /// blocking and within [`MAX_CONFIG_BYTES`]; one past that is taken as
 /// holding one.
 fn carries_secret(dir: &impl std::os::fd::AsFd, name: &std::ffi::CStr) -> bool {
-    let lower = name.to_bytes().to_ascii_lowercase();
-    if !MAY_HOLD_SECRETS.contains(&lower.as_slice()) {
-        return false;
-    }
     // Links followed (a dotfiles repository's), but only to a file.
     let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK;
     let Ok(fd) = rustix::fs::openat(dir, name, flags, Mode::empty()) else {
@@ -1040,7 +1068,8 @@ fn carries_secret(dir: &impl std::os::fd::AsFd, name: &std::ffi::CStr) -> bool {
         !comment
             && (words.iter().any(|w| memchr::memmem::find(line, w).is_some())
                 || key_names_a_password(line)
-                || userinfo_with_password(line))
+                || userinfo_with_password(line)
+                || token_in_a_url_path(line))
     })
 }
 
@@ -1053,6 +1082,27 @@ fn key_names_a_password(line: &[u8]) -> bool {
     let key = line[..end].trim_ascii().trim_ascii_end();
     let key = key.strip_suffix(b"\"").unwrap_or(key);
     [&b"pass"[..], b"pwd", b"pw"].iter().any(|end| key.ends_with(end))
+}
+
+/// Whether a URL in `line` carries a token in its path
+/// (`https://conda.anaconda.org/t/<token>/acme`): a segment of 24 bytes
+/// or more of letters, digits, `-` and `_`, with letters and digits both.
+fn token_in_a_url_path(line: &[u8]) -> bool {
+    memchr::memmem::find_iter(line, b"://").any(|at| {
+        let rest = &line[at + 3..];
+        let end = rest
+            .iter()
+            .position(|b| b.is_ascii_whitespace() || matches!(b, b'"' | b'\'' | b'<' | b'?' | b'#'))
+            .unwrap_or(rest.len());
+        rest[..end].split(|&b| b == b'/').skip(1).any(|segment| {
+            segment.len() >= 24
+                && segment
+                    .iter()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
+                && segment.iter().any(u8::is_ascii_digit)
+                && segment.iter().any(u8::is_ascii_alphabetic)
+        })
+    })
 }
 
 /// Whether `line` holds a login before an `@`: `user:password@host`, with
@@ -1241,7 +1291,8 @@ pub fn search(scope: &Scope) -> Discovered {
         };
         let is_file = rustix::fs::statat(&dir, &name, AtFlags::empty())
             .is_ok_and(|st| FileType::from_raw_mode(st.st_mode) == FileType::RegularFile);
-        if is_file && carries_secret(&dir, &name) {
+        let parent_name = parent.file_name().map_or(&b""[..], OsStr::as_bytes);
+        if is_file && may_hold_secrets(name.as_bytes(), parent_name) && carries_secret(&dir, &name) {
             found.push(file.clone());
         }
     }
@@ -1285,6 +1336,7 @@ pub fn search(scope: &Scope) -> Discovered {
             dir.clone(),
             i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec),
         ));
+        let dir_name = dir.file_name().map_or(&b""[..], OsStr::as_bytes).to_vec();
         let mut buffer = Vec::with_capacity(32 << 10);
         let mut listing = rustix::fs::RawDir::new(&fd, buffer.spare_capacity_mut());
         while let Some(Ok(entry)) = listing.next() {
@@ -1303,7 +1355,10 @@ pub fn search(scope: &Scope) -> Discovered {
                     .map_or(FileType::Unknown, |st| FileType::from_raw_mode(st.st_mode)),
                 known => known,
             };
-            if matches!(kind, FileType::RegularFile | FileType::Symlink) && carries_secret(&fd, entry.file_name()) {
+            if matches!(kind, FileType::RegularFile | FileType::Symlink)
+                && may_hold_secrets(name, &dir_name)
+                && carries_secret(&fd, entry.file_name())
+            {
                 found.push(path);
                 continue;
             }
@@ -1328,6 +1383,13 @@ pub fn search(scope: &Scope) -> Discovered {
                 && !bulky.contains(&path);
             if entered {
                 queue.push_back((path, depth + 1, install));
+            } else if install && is_dir && name == b"lib" {
+                // npm's own configuration, inside the part not entered.
+                if let Ok(npm) = rustix::fs::open(path.join(NPM_BUILTIN_DIR), flags, Mode::empty())
+                    && carries_secret(&npm, c"npmrc")
+                {
+                    found.push(path.join(NPM_BUILTIN_DIR).join("npmrc"));
+                }
             }
         }
     }
@@ -1406,11 +1468,24 @@ mod tests {
                 false,
             ),
             ("notes.txt", "token = abc\n", false),
+            ("gemrc", ":sources:\n- https://ci-bot:pw@gems.example/\n", true),
+            (
+                ".condarc",
+                "channels:\n  - https://conda.anaconda.org/t/ab12-cd34ef56-7890-abcd-ef12/acme\n",
+                true,
+            ),
+            ("corp.gradle", "credentials { password \"pw\" }\n", true),
+            (
+                "config",
+                "url = https://github.com/rust-lang/cargo/blob/master/src/doc/README.md\n",
+                false,
+            ),
         ] {
             std::fs::write(d.join(name), text).unwrap();
             let dir_fd = rustix::fs::open(d, OFlags::PATH | OFlags::DIRECTORY, Mode::empty()).unwrap();
             let c_name = std::ffi::CString::new(name).unwrap();
-            assert_eq!(carries_secret(&dir_fd, &c_name), holds, "{name}: {text}");
+            let hidden = may_hold_secrets(name.as_bytes(), b"some-dir") && carries_secret(&dir_fd, &c_name);
+            assert_eq!(hidden, holds, "{name}: {text}");
         }
         std::fs::write(d.join("config"), vec![b'x'; MAX_CONFIG_BYTES + 1]).unwrap();
         let dir_fd = rustix::fs::open(d, OFlags::PATH | OFlags::DIRECTORY, Mode::empty()).unwrap();

@@ -55,8 +55,8 @@ pub fn is_repository_dir(dir: impl AsFd) -> bool {
 }
 
 /// Directories one walk of a project for repositories looks at, at most; a
-/// tree larger than this is walked as far as this (the rest is not looked
-/// at until a later walk's turn: the walk takes up where it was cut).
+/// tree larger than this is walked as far as this, and what it did not
+/// reach is kept read-only whole (it may hold a repository).
 pub const MAX_WALKED_DIRS: usize = 500_000;
 
 /// How recent a directory's modification may be, against the moment it was
@@ -87,6 +87,21 @@ pub struct RepositoryIndex {
     /// The repositories there when the session first looked, before any
     /// command of it ran: kept read-only before any that came later.
     first_seen: Option<BTreeSet<PathBuf>>,
+    /// Directories that exist but could not be listed.
+    closed: BTreeSet<PathBuf>,
+    /// Another bound than [`MAX_WALKED_DIRS`] (tests).
+    max_dirs: Option<usize>,
+}
+
+/// What one walk found below the root.
+struct Walked {
+    /// Every repository's own directory or `.git` entry, sorted.
+    repositories: Vec<PathBuf>,
+    /// Directories whose contents are unknown: ones the host may not list,
+    /// and ones past the walk's bound. A repository may be in them, so they
+    /// are kept read-only whole, and then no command can change their mode
+    /// to hide one from the walk and open it again.
+    unknown: Vec<PathBuf>,
 }
 
 /// One index as read: its stamp and its shared part's then (a split
@@ -199,7 +214,10 @@ impl RepositoryIndex {
     /// repositories below the root, nearest first, each while the bound
     /// allows; one past it is named in [`Repositories::unprotected`].
     pub fn refresh(&mut self, root: &Path) -> Result<Repositories, String> {
-        let own = self.walk(root);
+        let Walked {
+            repositories: own,
+            unknown,
+        } = self.walk(root);
         let mut indexes = HashMap::new();
         let mut submodules = BTreeSet::new();
         let mut cost = 0usize;
@@ -258,10 +276,19 @@ impl RepositoryIndex {
         // tell: a hard link or a rename keeps an old one) — then those that
         // came since, nearest first, the rest left writable. So no command
         // can crowd out a repository the user had.
-        let first_seen = self.first_seen.get_or_insert_with(|| own.iter().cloned().collect());
+        // A directory of unknown contents counts as there at the first look
+        // when it was, or when a repository seen then is in it.
+        let first_seen = self
+            .first_seen
+            .get_or_insert_with(|| own.iter().chain(&unknown).cloned().collect());
+        let seen_first = |entry: &PathBuf, is_unknown: bool| {
+            first_seen.contains(entry) || (is_unknown && first_seen.iter().any(|seen| seen.starts_with(entry)))
+        };
         let mut ordered: Vec<(bool, usize, PathBuf)> = own
             .into_iter()
-            .map(|entry| (!first_seen.contains(&entry), mounts_for(&entry, root), entry))
+            .map(|entry| (false, entry))
+            .chain(unknown.into_iter().map(|dir| (true, dir)))
+            .map(|(is_unknown, entry)| (!seen_first(&entry, is_unknown), mounts_for(&entry, root), entry))
             .collect();
         ordered.sort();
         let (mut own, mut writable) = (Vec::new(), Vec::new());
@@ -380,16 +407,19 @@ impl RepositoryIndex {
     }
 
     /// The repositories below `root` now (sorted).
-    fn walk(&mut self, root: &Path) -> Vec<PathBuf> {
+    fn walk(&mut self, root: &Path) -> Walked {
         if self.root != root {
             *self = RepositoryIndex {
                 root: root.to_path_buf(),
                 pending: vec![root.to_path_buf()],
+                max_dirs: self.max_dirs,
                 ..Default::default()
             };
         }
         // What moved since it was listed is listed again: its new
-        // subdirectories are walked, the ones gone dropped with all below.
+        // subdirectories are walked, the ones gone dropped with all below;
+        // one that can no longer be listed is dropped with all below and
+        // kept read-only whole (`closed`). A closed one is tried again.
         let changed: Vec<PathBuf> = self
             .dirs
             .iter()
@@ -398,42 +428,79 @@ impl RepositoryIndex {
             })
             .map(|(dir, _)| dir.clone())
             .collect();
-        for dir in changed {
-            let Some(old) = self.dirs.remove(&dir) else {
-                continue;
+        // A closed one is tried again while its parent's listing still
+        // holds it (else the parent's next listing finds it, or not).
+        let closed = std::mem::take(&mut self.closed);
+        let retried: Vec<PathBuf> = closed
+            .into_iter()
+            .filter(|dir| {
+                dir.parent()
+                    .and_then(|parent| self.dirs.get(parent))
+                    .is_some_and(|listed| listed.subdirs.contains(dir))
+            })
+            .collect();
+        for dir in changed.into_iter().chain(retried.iter().cloned()) {
+            let old_subdirs = match self.dirs.remove(&dir) {
+                Some(old) => old.subdirs,
+                // Forgotten with a directory above it since.
+                None if !retried.contains(&dir) => continue,
+                None => Vec::new(),
             };
             match list(&dir, &self.root) {
-                Some(listed) => {
-                    for gone in old.subdirs.iter().filter(|d| !listed.subdirs.contains(d)) {
+                Ok(listed) => {
+                    for gone in old_subdirs.iter().filter(|d| !listed.subdirs.contains(d)) {
                         self.forget(gone);
                     }
                     self.pending
                         .extend(listed.subdirs.iter().filter(|d| !self.dirs.contains_key(*d)).cloned());
                     self.dirs.insert(dir, listed);
                 }
-                None => old.subdirs.iter().for_each(|d| self.forget(d)),
+                Err(why) => {
+                    old_subdirs.iter().for_each(|d| self.forget(d));
+                    if why == Unlisted::Closed {
+                        self.closed.insert(dir);
+                    }
+                }
             }
         }
         while let Some(dir) = self.pending.pop() {
-            if self.dirs.len() >= MAX_WALKED_DIRS {
+            if self.dirs.len() >= self.max_dirs.unwrap_or(MAX_WALKED_DIRS) {
                 self.pending.push(dir);
                 break;
             }
             if self.dirs.contains_key(&dir) {
                 continue;
             }
-            if let Some(listed) = list(&dir, &self.root) {
-                self.pending
-                    .extend(listed.subdirs.iter().filter(|d| !self.dirs.contains_key(*d)).cloned());
-                self.dirs.insert(dir, listed);
+            match list(&dir, &self.root) {
+                Ok(listed) => {
+                    self.pending
+                        .extend(listed.subdirs.iter().filter(|d| !self.dirs.contains_key(*d)).cloned());
+                    self.dirs.insert(dir, listed);
+                }
+                Err(Unlisted::Closed) => {
+                    self.closed.insert(dir);
+                }
+                Err(Unlisted::Gone) => {}
             }
         }
         let found: BTreeSet<&PathBuf> = self.dirs.values().flat_map(|l| &l.found).collect();
-        found.into_iter().cloned().collect()
+        // What the walk did not reach (past its bound) is as unknown as a
+        // closed directory: kept read-only whole.
+        let unreached: BTreeSet<PathBuf> = self
+            .pending
+            .iter()
+            .filter(|d| !self.dirs.contains_key(*d))
+            .cloned()
+            .collect();
+        Walked {
+            repositories: found.into_iter().cloned().collect(),
+            unknown: self.closed.iter().cloned().chain(unreached).collect(),
+        }
     }
 
     /// Drops `dir` and what was found below it.
     fn forget(&mut self, dir: &Path) {
+        self.closed.remove(dir);
         if let Some(listed) = self.dirs.remove(dir) {
             for sub in listed.subdirs {
                 self.forget(&sub);
@@ -487,13 +554,16 @@ fn stamp_of(dir: &Path, is_root: bool) -> Option<(u64, u64, i128)> {
 
 /// Lists `dir` (opened without following a link): its subdirectories to
 /// walk, and the repositories' own directories and `.git` files in it.
-fn list(dir: &Path, root: &Path) -> Option<Listed> {
+fn list(dir: &Path, root: &Path) -> Result<Listed, Unlisted> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
     let at_root = dir == root;
     // The root may be the pinned one, reached through `/proc/self/fd`.
     let opened = if at_root { flags - OFlags::NOFOLLOW } else { flags };
-    let fd = rustix::fs::open(dir, opened, Mode::empty()).ok()?;
-    let st = rustix::fs::fstat(&fd).ok()?;
+    let fd = rustix::fs::open(dir, opened, Mode::empty()).map_err(|e| match e {
+        rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR | rustix::io::Errno::LOOP => Unlisted::Gone,
+        _ => Unlisted::Closed,
+    })?;
+    let st = rustix::fs::fstat(&fd).map_err(|_| Unlisted::Closed)?;
     let ctime = i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec);
     let listed_at = SystemTime::now();
     let racy = SystemTime::UNIX_EPOCH
@@ -508,7 +578,7 @@ fn list(dir: &Path, root: &Path) -> Option<Listed> {
     let mut buffer = Vec::with_capacity(32 << 10);
     let mut entries = rustix::fs::RawDir::new(&fd, buffer.spare_capacity_mut());
     while let Some(entry) = entries.next() {
-        let entry = entry.ok()?;
+        let entry = entry.map_err(|_| Unlisted::Closed)?;
         let name = entry.file_name().to_bytes();
         if name == b"." || name == b".." {
             continue;
@@ -549,19 +619,29 @@ fn list(dir: &Path, root: &Path) -> Option<Listed> {
     // A repository's own directory (not the root's: its HEAD is protected
     // at the root) is kept whole and not walked into.
     if !at_root && head && ((is_dir(objects, "objects") && is_dir(refs, "refs")) || commondir) {
-        return Some(Listed {
+        return Ok(Listed {
             stamp,
             racy,
             subdirs: Vec::new(),
             found: vec![dir.to_path_buf()],
         });
     }
-    Some(Listed {
+    Ok(Listed {
         stamp,
         racy,
         subdirs,
         found,
     })
+}
+
+/// Why a directory was not listed.
+#[derive(Debug, PartialEq, Eq)]
+enum Unlisted {
+    /// It is no longer a directory there.
+    Gone,
+    /// It is, but the host may not list it (its mode: a command can take
+    /// the host's read permission away, and give it back).
+    Closed,
 }
 
 #[cfg(test)]
@@ -724,6 +804,66 @@ mod tests {
         std::fs::remove_dir_all(root.join("s2/.git")).unwrap();
         let found = index.refresh(&root).unwrap();
         assert_eq!(found.submodules.len(), 3);
+    }
+
+    /// What the walk cannot list, or does not reach, may hold a
+    /// repository: it is kept read-only whole, so no command can change its
+    /// mode (or fill the tree) to hide a repository and then open it.
+    #[test]
+    fn what_the_walk_cannot_list_or_reach_is_kept_whole() {
+        if rustix::process::geteuid().is_root() {
+            // Root lists a directory whatever its mode: run as nobody.
+            let dir = tempfile::tempdir().unwrap();
+            rustix::fs::chown(dir.path(), Some(rustix::process::Uid::from_raw(65534)), None).unwrap();
+            let out = std::process::Command::new("setpriv")
+                .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+                .arg(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "protected::tests::what_the_walk_cannot_list_or_reach_is_kept_whole",
+                ])
+                .env("TMPDIR", dir.path())
+                .output();
+            let Ok(out) = out else { return };
+            let text = String::from_utf8_lossy(&out.stdout);
+            assert!(
+                out.status.success() && text.contains("1 passed"),
+                "{text}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(root.join("tools/dep/.git")).unwrap();
+        let mut index = RepositoryIndex::default();
+        let own = |index: &mut RepositoryIndex| index.refresh(&root).unwrap().own;
+        assert_eq!(own(&mut index), [root.join("tools/dep/.git")]);
+        use std::os::unix::fs::PermissionsExt;
+        let mode =
+            |path: &Path, mode: u32| std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+        mode(&root.join("tools/dep"), 0o000);
+        assert_eq!(own(&mut index), [root.join("tools/dep")], "closed: kept whole");
+        mode(&root.join("tools/dep"), 0o755);
+        assert_eq!(own(&mut index), [root.join("tools/dep/.git")], "open again: walked");
+        // Closed before the first look: kept whole, as one seen then.
+        mode(&root.join("tools"), 0o000);
+        let mut fresh = RepositoryIndex::default();
+        assert_eq!(own(&mut fresh), [root.join("tools")]);
+        mode(&root.join("tools"), 0o755);
+        // Past the walk's bound: what it did not reach, kept whole.
+        for i in 0..20 {
+            std::fs::create_dir_all(root.join(format!("many/{i}"))).unwrap();
+        }
+        let mut bounded = RepositoryIndex {
+            max_dirs: Some(5),
+            ..Default::default()
+        };
+        let kept = own(&mut bounded);
+        assert!(
+            kept.iter().any(|k| root.join("tools/dep/.git").starts_with(k)),
+            "the repository or a directory holding it: {kept:?}"
+        );
     }
 
     #[test]

@@ -1069,7 +1069,8 @@ fn carries_secret(dir: &impl std::os::fd::AsFd, name: &std::ffi::CStr) -> bool {
             && (words.iter().any(|w| memchr::memmem::find(line, w).is_some())
                 || key_names_a_password(line)
                 || userinfo_with_password(line)
-                || token_in_a_url_path(line))
+                || token_in_a_url_path(line)
+                || known_token(line))
     })
 }
 
@@ -1082,6 +1083,43 @@ fn key_names_a_password(line: &[u8]) -> bool {
     let key = line[..end].trim_ascii().trim_ascii_end();
     let key = key.strip_suffix(b"\"").unwrap_or(key);
     [&b"pass"[..], b"pwd", b"pw"].iter().any(|end| key.ends_with(end))
+}
+
+/// The prefixes of tokens their issuers mark (lower case): GitHub's,
+/// GitLab's, Slack's, npm's, PyPI's, Hugging Face's, OpenAI-style keys,
+/// AWS access key ids.
+const TOKEN_PREFIXES: &[&[u8]] = &[
+    b"ghp_",
+    b"gho_",
+    b"ghu_",
+    b"ghs_",
+    b"ghr_",
+    b"github_pat_",
+    b"glpat-",
+    b"xoxb-",
+    b"xoxp-",
+    b"npm_",
+    b"pypi-",
+    b"hf_",
+    b"sk-",
+    b"akia",
+];
+
+/// Whether `line` (lower case) holds a token by its issuer's prefix
+/// (`gpr.key=ghp_…` in a `gradle.properties`): the prefix at the start of
+/// a word, then 16 bytes or more of letters, digits, `-` and `_`.
+fn known_token(line: &[u8]) -> bool {
+    TOKEN_PREFIXES.iter().any(|prefix| {
+        memchr::memmem::find_iter(line, prefix).any(|at| {
+            let starts_word = at == 0 || !line[at - 1].is_ascii_alphanumeric();
+            let rest = &line[at + prefix.len()..];
+            let body = rest
+                .iter()
+                .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_'))
+                .count();
+            starts_word && body >= 16
+        })
+    })
 }
 
 /// Whether a URL in `line` carries a token in its path
@@ -1478,6 +1516,16 @@ mod tests {
             (
                 "config",
                 "url = https://github.com/rust-lang/cargo/blob/master/src/doc/README.md\n",
+                false,
+            ),
+            (
+                "gradle.properties",
+                "gpr.user=octocat\ngpr.key=ghp_0123456789abcdefABCDEF0123\n",
+                true,
+            ),
+            (
+                "gradle.properties",
+                "org.gradle.jvmargs=-Xmx2g\nkotlin.code.style=official\n",
                 false,
             ),
         ] {

@@ -614,22 +614,9 @@ fn a_mount_or_unmount_over_a_listed_directory_is_seen() {
     let warm = LibraryHost::new(&p);
     answers(&warm);
     answers(&warm);
-    let at = p.path("deep/x");
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "iota-warm-tree-test"])
-        .arg(&at)
-        .status();
-    if !support::require("mounting a tmpfs (root)", mounted.is_ok_and(|s| s.success())) {
+    let Some(mounted) = support::Tmpfs::mount(&p.path("deep/x"), None) else {
         return;
-    }
-    /// Unmounts even when an assertion fails, so the project can go.
-    struct Mounted<'a>(&'a Path);
-    impl Drop for Mounted<'_> {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(self.0).status();
-        }
-    }
-    let mounted = Mounted(&at);
+    };
     p.write("deep/x/mounted.rs", "needle on the mount\n");
     assert_true(&p, &warm, "a mount");
     answers(&warm);

@@ -5,7 +5,6 @@
 use crate::support::{self, COMPONENTS, Project};
 use serde_json::json;
 use std::os::unix::fs::symlink;
-use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -158,20 +157,9 @@ fn a_full_disk_is_said_and_leaves_nothing() {
     let p = Project::new().auto_write();
     let full = p.path("full");
     std::fs::create_dir(&full).unwrap();
-    let mounted = std::process::Command::new("mount")
-        .args(["-t", "tmpfs", "-o", "size=64k", "iota-full-disk-test"])
-        .arg(&full)
-        .status();
-    if !support::require("mounting a tmpfs (root)", mounted.is_ok_and(|s| s.success())) {
+    let Some(_mounted) = support::Tmpfs::mount(&full, Some("size=64k")) else {
         return;
-    }
-    struct Mounted<'a>(&'a Path);
-    impl Drop for Mounted<'_> {
-        fn drop(&mut self) {
-            let _ = std::process::Command::new("umount").arg(self.0).status();
-        }
-    }
-    let _mounted = Mounted(&full);
+    };
     let r = p.call(
         "write_file",
         json!({"path": "full/big.txt", "content": "x".repeat(100_000)}),

@@ -649,3 +649,28 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest as _;
     format!("{:x}", sha2::Sha256::digest(bytes))
 }
+
+/// A tmpfs mounted at a directory, unmounted when dropped (even when an
+/// assertion fails, so the project can go).
+pub struct Tmpfs(PathBuf);
+
+impl Tmpfs {
+    /// Mounts a tmpfs with `options` (`size=64k`, or none) at `at`; `None`
+    /// (the test skipped, see [`require`]) where this process may not mount.
+    #[track_caller]
+    pub fn mount(at: &Path, options: Option<&str>) -> Option<Tmpfs> {
+        let mut mount = Command::new("mount");
+        mount.args(["-t", "tmpfs"]);
+        if let Some(options) = options {
+            mount.args(["-o", options]);
+        }
+        let mounted = mount.arg("iota-test-tmpfs").arg(at).status();
+        require("mounting a tmpfs (root)", mounted.is_ok_and(|s| s.success())).then(|| Tmpfs(at.to_path_buf()))
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(&self.0).status();
+    }
+}

@@ -1868,6 +1868,26 @@ fn thousands_of_repositories_a_command_makes_leave_the_users_read_only_and_the_s
     assert_eq!(p.read("zzz/user/.git/config"), config);
 }
 
+/// An interpreter the sandbox cannot start reads as the spec's "could not
+/// start" row, not as bubblewrap's words and an exit code.
+#[test]
+fn an_interpreter_that_cannot_start_in_the_sandbox_is_a_failure_to_run() {
+    let Some(p) = sandboxed() else { return };
+    let out = p
+        .command()
+        .env("IOTA_SHELL", "/nonexistent/sh")
+        .args(["call", "shell", r#"{"command":"true"}"#])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.trim_end()
+            .ends_with("failed to run: /nonexistent/sh: No such file or directory"),
+        "{text}"
+    );
+    assert!(!text.contains("bwrap:") && !text.contains("[exit code"), "{text}");
+}
+
 /// A placeholder is kept while any session's root holds it: a session on
 /// `P/sub` (an iota child with a narrower `--root`) made `sub/.git`, a
 /// session on `P` bound it in its sandbox (the submodule's place); the

@@ -597,6 +597,16 @@ pub fn outcome(output: &str, ending: &Ending) -> Result<String, String> {
             format!("{output}\n{note}")
         }
     };
+    // bubblewrap could not start the interpreter inside the sandbox: the
+    // spec's "could not start", not the command's exit.
+    let exec_failed = output
+        .strip_suffix('\n')
+        .unwrap_or(output)
+        .strip_prefix("bwrap: execvp ")
+        .filter(|why| !why.contains('\n'));
+    if let (Ending::Exit(1), Some(why)) = (ending, exec_failed) {
+        return Err(format!("failed to run: {why}"));
+    }
     match ending {
         Ending::TimedOut(after) => Err(with(format!("[command timed out after {}]", run::duration(*after)))),
         Ending::Cancelled | Ending::Killed => Err(with("[command cancelled]".to_string())),

@@ -3,7 +3,7 @@
 
 use crate::support;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use support::{BIN, Project, python, run_client};
 
 #[test]
@@ -723,6 +723,46 @@ fn closing_the_connection_kills_its_jobs() {
     support::eventually("the session's job died with it", || {
         support::processes_matching(&marker).is_empty()
     });
+}
+
+/// SIGTERM, SIGINT and SIGHUP end `serve` as a client's leaving does: its
+/// jobs killed, the placeholders its sandbox made in the project and its
+/// scratch directory (private /tmp, job logs) removed, then the process,
+/// with 128 + the signal's number (issue 48: SIGTERM left all three).
+#[test]
+fn a_signal_ends_the_server_and_leaves_nothing_behind() {
+    if !support::sandbox_works() {
+        return;
+    }
+    use nix::sys::signal::Signal;
+    for signal in [Signal::SIGTERM, Signal::SIGINT, Signal::SIGHUP] {
+        let p = Project::new().config("agents:\n  a:\n    tools:\n      shell:\n");
+        let mut raw = Raw::start(&p);
+        let marker = format!("sleep 607.{}", support::run_tag());
+        raw.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"shell","arguments":{{"command":"{marker}","background":true}}}}}}"#
+        ));
+        let reply = raw.reply(3);
+        let text = reply["result"]["content"][0]["text"].as_str().unwrap().to_string();
+        let log = text
+            .split("Output: ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| panic!("{text}"));
+        let scratch = log.parent().and_then(Path::parent).unwrap().to_path_buf();
+        support::eventually("the job runs", || !support::processes_matching(&marker).is_empty());
+        assert!(p.path(".git").is_dir() && scratch.is_dir(), "{text}");
+        let pid = nix::unistd::Pid::from_raw(raw.child.id() as i32);
+        nix::sys::signal::kill(pid, signal).unwrap();
+        let status = raw.child.wait().unwrap();
+        assert_eq!(status.code(), Some(128 + signal as i32), "{signal:?}");
+        assert!(support::processes_matching(&marker).is_empty(), "{signal:?}: the job is gone");
+        for placeholder in [".git", ".iota", "HEAD"] {
+            assert!(!p.path(placeholder).exists(), "{signal:?}: {placeholder} left in the project");
+        }
+        assert!(!scratch.exists(), "{signal:?}: {} left", scratch.display());
+    }
 }
 
 /// What a client sends wrong is answered and the connection goes on:

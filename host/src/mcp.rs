@@ -402,7 +402,28 @@ pub fn serve(host: Host, ui: Option<Arc<dyn Ui>>) -> anyhow::Result<()> {
             let peer = peer.clone();
             runtime.spawn(async move { peer.notify_logging_message(message.with_logger("iota-host")).await });
         });
-        running.waiting().await?;
+        // SIGTERM, SIGINT and SIGHUP end the session as the client's leaving
+        // does (jobs killed, placeholders and scratch removed), then the
+        // process, with 128 + the signal's number.
+        use tokio::signal::unix::{SignalKind, signal};
+        let (mut term, mut int, mut hup) = (
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::interrupt())?,
+            signal(SignalKind::hangup())?,
+        );
+        let signalled = tokio::select! {
+            ended = running.waiting() => {
+                ended?;
+                None
+            }
+            _ = term.recv() => Some(nix::sys::signal::Signal::SIGTERM),
+            _ = int.recv() => Some(nix::sys::signal::Signal::SIGINT),
+            _ = hup.recv() => Some(nix::sys::signal::Signal::SIGHUP),
+        };
+        if let Some(number) = signalled {
+            tokio::task::spawn_blocking(move || session.session.end()).await?;
+            std::process::exit(128 + number as i32);
+        }
         anyhow::Ok(())
     })
 }

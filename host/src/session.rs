@@ -83,6 +83,21 @@ impl Default for Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
+        self.end();
+    }
+}
+
+impl Session {
+    /// A new, empty session.
+    pub fn new() -> Session {
+        Session::default()
+    }
+
+    /// Ends the session's life on the machine, whoever still holds it (a
+    /// server told to stop by a signal): its commands killed, then its
+    /// placeholders and its scratch directory (private /tmp, job logs)
+    /// removed. Done again, it does nothing more.
+    pub fn end(&self) {
         // Killed, and gone: an iota child among them lets go of its
         // scratch directory only when it has exited.
         self.jobs.kill_all_and_wait(std::time::Duration::from_secs(2));
@@ -91,13 +106,6 @@ impl Drop for Session {
         drop(self.scratch.lock().unwrap_or_else(|e| e.into_inner()).take());
         // What the killed children left.
         crate::scratch::sweep(&std::env::temp_dir());
-    }
-}
-
-impl Session {
-    /// A new, empty session.
-    pub fn new() -> Session {
-        Session::default()
     }
 
     /// The directory listings this session's searches have read, kept true

@@ -1868,6 +1868,64 @@ fn thousands_of_repositories_a_command_makes_leave_the_users_read_only_and_the_s
     assert_eq!(p.read("zzz/user/.git/config"), config);
 }
 
+/// A mode a command sets cannot open a repository to it: with the search
+/// permission taken from a nested repository's directory (or from the
+/// directory above it), the host cannot open its `.git` to bind it — so the
+/// nearest directory above that it can open is kept read-only whole, and
+/// the next command can neither give the permission back nor write the
+/// repository's config. Run as nobody: root opens any directory.
+#[test]
+fn a_mode_a_command_sets_does_not_open_a_repository_to_it() {
+    if !support::sandbox_works() || !rustix::process::geteuid().is_root() {
+        return;
+    }
+    let base = support::visible_outside_dir();
+    let (root, home) = (base.path().join("proj"), base.path().join("home"));
+    std::fs::create_dir_all(root.join("tools/dep")).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    git(&["init", "-q"], &root.join("tools/dep"));
+    let config = std::fs::read(root.join("tools/dep/.git/config")).unwrap();
+    let chown = std::process::Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(base.path())
+        .status();
+    if !support::require("chown to nobody", chown.is_ok_and(|s| s.success())) {
+        return;
+    }
+    for (taken, from) in [("tools/dep", "tools/dep"), ("tools", "tools")] {
+        let plant = format!(
+            "chmod 755 {from}; git config -f tools/dep/.git/config core.fsmonitor planted && echo planted; true"
+        );
+        let out = std::process::Command::new("setpriv")
+            .args(["--reuid", "65534", "--regid", "65534", "--clear-groups"])
+            .arg(support::BIN)
+            .arg("--root")
+            .arg(&root)
+            .args(["--non-interactive", "call", "shell"])
+            .arg(json!({ "command": format!("chmod 0444 {taken}") }).to_string())
+            .arg("shell")
+            .arg(json!({ "command": plant }).to_string())
+            .env_clear()
+            .env("PATH", "/usr/bin:/bin")
+            .env("HOME", &home)
+            .env("IOTA_CACHE_DIR", home.join("state"))
+            .current_dir(&root)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(!text.contains("planted\n"), "{taken}: {text}");
+        let _ = std::process::Command::new("chmod")
+            .arg("755")
+            .arg(root.join(taken))
+            .status();
+        assert_eq!(
+            std::fs::read(root.join("tools/dep/.git/config")).unwrap(),
+            config,
+            "{taken}: {text}"
+        );
+    }
+}
+
 /// An interpreter the sandbox cannot start reads as the spec's "could not
 /// start" row, not as bubblewrap's words and an exit code.
 #[test]

@@ -140,7 +140,7 @@ pub struct Repositories {
 
 /// Read-only mounts the repositories below the root and the places of
 /// submodules may take at one sandbox start: one for each, and one for
-/// every directory on its way ([`mounts_for`]). A command can make as many
+/// every directory on its way, each counted once ([`Mounts`]). A command can make as many
 /// repositories as it likes, and write an index to record thousands of
 /// submodules thousands of directories deep: the host's work, the
 /// placeholders it makes and bubblewrap's command line (at most 9,000
@@ -156,10 +156,42 @@ pub const MAX_READ_ONLY_MOUNTS: usize = 2048;
 /// likes): what they record past it is not protected, and said.
 pub const OTHER_INDEX_BYTES: u64 = 64 << 20;
 
-/// The mounts one submodule's place takes: its `.git`, and each directory
-/// from the root to it.
-fn mounts_for(place: &Path, root: &Path) -> usize {
-    place.strip_prefix(root).map_or(1, |rel| rel.components().count() + 1)
+/// How deep below the root `path` is: what keeping it read-only costs at
+/// most (itself and each directory on the way), for ordering.
+fn mounts_for(path: &Path, root: &Path) -> usize {
+    path.strip_prefix(root).map_or(1, |rel| rel.components().count())
+}
+
+/// The read-only mounts chosen at one sandbox start: each path kept and
+/// each directory on the way to one from the root, counted once however
+/// many paths share it ([`MAX_READ_ONLY_MOUNTS`]).
+#[derive(Default)]
+struct Mounts(std::collections::HashSet<PathBuf>);
+
+impl Mounts {
+    /// Counts `paths` and the directories on their way, if they fit in
+    /// what is left; whether they did (else nothing is counted).
+    fn add_if_fits(&mut self, paths: &[PathBuf], root: &Path) -> bool {
+        let mut new = std::collections::HashSet::new();
+        for path in paths {
+            match path.strip_prefix(root) {
+                Ok(rel) => new.extend(
+                    rel.ancestors()
+                        .filter(|a| !a.as_os_str().is_empty())
+                        .map(|a| root.join(a))
+                        .filter(|a| !self.0.contains(a)),
+                ),
+                Err(_) => {
+                    new.insert(path.clone());
+                }
+            }
+        }
+        if self.0.len() + new.len() > MAX_READ_ONLY_MOUNTS {
+            return false;
+        }
+        self.0.extend(new);
+        true
+    }
 }
 
 /// `entry` as the user knows it: relative to the root below it, else as it is.
@@ -220,7 +252,7 @@ impl RepositoryIndex {
         } = self.walk(root);
         let mut indexes = HashMap::new();
         let mut submodules = BTreeSet::new();
-        let mut cost = 0usize;
+        let mut mounts = Mounts::default();
         let mut unprotected = Vec::new();
         // (the `.git` entry, where its gitlinks below `prefix` are, the
         // prefix: the root's path in its work tree)
@@ -255,8 +287,8 @@ impl RepositoryIndex {
                 .filter(|rel| !rel.as_os_str().is_empty())
                 .map(|rel| base.join(rel))
                 .collect();
-            cost += below.iter().map(|p| mounts_for(p, root)).sum::<usize>();
-            if cost > MAX_READ_ONLY_MOUNTS {
+            let places: Vec<PathBuf> = below.iter().map(|sub| sub.join(GIT_DIR)).collect();
+            if !mounts.add_if_fits(&places, root) {
                 return Err(format!(
                     "{} records submodules whose places need more than {MAX_READ_ONLY_MOUNTS} read-only mounts; the sandbox keeps no fewer, so it does not start",
                     shown(&entry, root)
@@ -293,16 +325,13 @@ impl RepositoryIndex {
         ordered.sort();
         let (mut own, mut writable) = (Vec::new(), Vec::new());
         let mut crowded: Vec<(usize, PathBuf)> = Vec::new();
-        for (came_since, mounts, entry) in ordered {
-            let counted = done.contains(&entry) || entry.parent().is_some_and(|p| submodules.contains(p));
-            let more = if counted { 0 } else { mounts };
-            if cost + more <= MAX_READ_ONLY_MOUNTS {
-                cost += more;
+        for (came_since, depth, entry) in ordered {
+            if mounts.add_if_fits(std::slice::from_ref(&entry), root) {
                 own.push(entry);
             } else if came_since {
                 writable.push(entry);
             } else {
-                crowded.push((mounts, entry));
+                crowded.push((depth, entry));
             }
         }
         if !crowded.is_empty() {
@@ -343,12 +372,11 @@ impl RepositoryIndex {
                 continue;
             };
             let below: Vec<PathBuf> = links.iter().map(|link| tree.join(link)).collect();
-            let more: usize = below.iter().map(|p| mounts_for(p, root)).sum();
-            if cost + more > MAX_READ_ONLY_MOUNTS {
+            let places: Vec<PathBuf> = below.iter().map(|sub| sub.join(GIT_DIR)).collect();
+            if !mounts.add_if_fits(&places, root) {
                 unprotected.push(entry.clone());
                 continue;
             }
-            cost += more;
             submodules.extend(below);
         }
         self.indexes = indexes;
@@ -864,6 +892,26 @@ mod tests {
             kept.iter().any(|k| root.join("tools/dep/.git").starts_with(k)),
             "the repository or a directory holding it: {kept:?}"
         );
+    }
+
+    /// A mount is counted once however many repositories share it: a
+    /// workspace of 900 clones side by side (1,800 mounts) is kept whole;
+    /// twice that many are not, and the sandbox says so.
+    #[test]
+    fn shared_directories_are_counted_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        for i in 0..900 {
+            std::fs::create_dir_all(root.join(format!("src/org/r{i}/.git"))).unwrap();
+        }
+        let mut index = RepositoryIndex::default();
+        assert_eq!(index.refresh(&root).unwrap().own.len(), 900);
+        for i in 900..1100 {
+            std::fs::create_dir_all(root.join(format!("src/org/r{i}/.git"))).unwrap();
+        }
+        let mut index = RepositoryIndex::default();
+        let refused = index.refresh(&root).unwrap_err();
+        assert!(refused.contains("remove those you do not need"), "{refused}");
     }
 
     #[test]

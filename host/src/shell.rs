@@ -764,29 +764,78 @@ impl ShellToolset {
         let root = self.project.duplicate()?;
         let pinned_root = root.as_raw_fd();
         inherit.push(root);
-        let mut opened = |path: &Path, flags: OFlags| -> Option<i32> {
-            let rel = path.strip_prefix(&self.root).ok()?;
-            let fd = self.project.open_beneath(rel, flags).ok()?;
+        // `Ok(None)` for a link (never bound) or nothing there.
+        let mut opened = |path: &Path, flags: OFlags| -> std::io::Result<Option<i32>> {
+            let Ok(rel) = path.strip_prefix(&self.root) else {
+                return Ok(None);
+            };
+            let fd = match self.project.open_beneath(rel, flags) {
+                Ok(fd) => fd,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+                Err(e) => return Err(e),
+            };
             let is_link = rustix::fs::fstat(&fd)
                 .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink);
             if is_link {
-                return None;
+                return Ok(None);
             }
             let raw = fd.as_raw_fd();
             inherit.push(fd);
-            Some(raw)
+            Ok(Some(raw))
         };
+        // A directory on the way that may not be searched (its mode taken
+        // away, by a command as well) hides what is below it from the host
+        // too: not bound in place; what is below is kept read-only through
+        // it whole.
         let in_place = policy
             .pinned_ancestors()
             .into_iter()
-            .filter_map(|dir| Some((opened(&dir, OFlags::PATH | OFlags::DIRECTORY)?, dir)))
+            .filter_map(|dir| Some((opened(&dir, OFlags::PATH | OFlags::DIRECTORY).ok()??, dir)))
             .collect();
-        let read_only = policy
-            .protected
-            .iter()
-            .chain(&policy.repositories)
-            .filter_map(|path| Some((opened(path, OFlags::PATH)?, path.clone())))
-            .collect();
+        let mut read_only: Vec<(i32, PathBuf)> = Vec::new();
+        for path in policy.protected.iter().chain(&policy.repositories) {
+            // What cannot be opened is kept read-only by the nearest
+            // directory above it that can, never left out: a mode a
+            // command set must not open a repository to it.
+            let mut target = path.clone();
+            loop {
+                // Each bound once: a descriptor inherited and not bound
+                // would reach the command.
+                if read_only.iter().any(|(_, bound)| *bound == target) {
+                    break;
+                }
+                match opened(&target, OFlags::PATH) {
+                    Ok(Some(fd)) => {
+                        read_only.push((fd, target));
+                        break;
+                    }
+                    Ok(None) => break,
+                    Err(e)
+                        if [rustix::io::Errno::ACCESS, rustix::io::Errno::PERM]
+                            .iter()
+                            .any(|errno| e.raw_os_error() == Some(errno.raw_os_error())) =>
+                    {
+                        match target.parent() {
+                            Some(parent) if parent != self.root && parent.starts_with(&self.root) => {
+                                target = parent.to_path_buf();
+                            }
+                            _ => {
+                                return Err(std::io::Error::other(format!(
+                                    "cannot open {} to keep it read-only ({e}); the sandbox does not start",
+                                    path.display()
+                                )));
+                            }
+                        }
+                    }
+                    Err(e) => {
+                        return Err(std::io::Error::other(format!(
+                            "cannot open {} to keep it read-only ({e}); the sandbox does not start",
+                            path.display()
+                        )));
+                    }
+                }
+            }
+        }
         Ok(sandbox::Pinned {
             root: pinned_root,
             in_place,

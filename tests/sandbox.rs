@@ -1926,6 +1926,68 @@ fn a_mode_a_command_sets_does_not_open_a_repository_to_it() {
     }
 }
 
+/// A `.git` that is a symbolic link, at the root or below it, cannot be
+/// kept from being replaced by a repository of the command's own (a mount
+/// cannot stand on a link): the sandbox does not start, and says what to
+/// do instead; a gitfile in its place is kept read-only and the sandbox
+/// runs.
+#[test]
+fn a_git_link_is_refused_and_a_gitfile_kept() {
+    let Some(p) = sandboxed() else { return };
+    let store = p.outside().join("store.git");
+    git(&["init", "-q", "--bare", store.to_str().unwrap()], p.outside());
+    for at in [".git", "sub/.git"] {
+        std::fs::create_dir_all(p.path(at).parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&store, p.path(at)).unwrap();
+        let r = sh(&p, "rm .git sub/.git 2>/dev/null; echo ran");
+        assert!(
+            r.is_error && !r.text.contains("ran") && r.text.contains("is a symbolic link"),
+            "{at}: {}",
+            r.text
+        );
+        assert!(p.path(at).is_symlink(), "{at}");
+        std::fs::remove_file(p.path(at)).unwrap();
+        std::fs::write(p.path(at), format!("gitdir: {}\n", store.display())).unwrap();
+        let r = sh(&p, &format!("rm -f {at}; echo x > {at}; echo ran"));
+        assert!(r.text.contains("ran"), "{at}: {}", r.text);
+        assert_eq!(
+            std::fs::read_to_string(p.path(at)).unwrap(),
+            format!("gitdir: {}\n", store.display()),
+            "{at}"
+        );
+        std::fs::remove_file(p.path(at)).unwrap();
+    }
+}
+
+/// Where this process may open few files (a hard limit of 1,024), the
+/// bound on read-only mounts (each a descriptor until bubblewrap binds it)
+/// is lower, and a project past it is refused saying so — not with "too
+/// many open files" from the middle of a start.
+#[test]
+fn a_low_limit_on_open_files_lowers_the_bound_and_says_so() {
+    let Some(p) = sandboxed() else { return };
+    for i in 0..600 {
+        std::fs::create_dir_all(p.path(&format!("r{i}/.git"))).unwrap();
+    }
+    let mut command = std::process::Command::new("prlimit");
+    command.arg("--nofile=1024:1024").arg(support::BIN);
+    let direct = p.command();
+    command.args(direct.get_args());
+    for (key, value) in direct.get_envs() {
+        match value {
+            Some(value) => command.env(key, value),
+            None => command.env_remove(key),
+        };
+    }
+    command.current_dir(p.root());
+    let out = command
+        .args(["call", "shell", r#"{"command":"echo ran"}"#])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("ran") && text.contains("ulimit -Hn"), "{text}");
+}
+
 /// An interpreter the sandbox cannot start reads as the spec's "could not
 /// start" row, not as bubblewrap's words and an exit code.
 #[test]

@@ -151,6 +151,22 @@ pub struct Repositories {
 /// record.
 pub const MAX_READ_ONLY_MOUNTS: usize = 2048;
 
+/// Descriptors kept free for everything else the host holds open while
+/// it starts a sandbox.
+const SPARE_DESCRIPTORS: u64 = 256;
+
+/// The read-only mounts one sandbox start may take here: each is a
+/// descriptor held until bubblewrap has bound it, so fewer than
+/// [`MAX_READ_ONLY_MOUNTS`] where the process may open fewer files.
+pub fn mount_bound() -> usize {
+    let hard = rustix::process::getrlimit(rustix::process::Resource::Nofile).maximum;
+    hard.map_or(MAX_READ_ONLY_MOUNTS, |hard| {
+        usize::try_from(hard.saturating_sub(SPARE_DESCRIPTORS))
+            .unwrap_or(usize::MAX)
+            .min(MAX_READ_ONLY_MOUNTS)
+    })
+}
+
 /// Bytes of index one refresh reads at most for the repositories git does
 /// not read from the root (those a command could have made, as many as it
 /// likes): what they record past it is not protected, and said.
@@ -165,10 +181,20 @@ fn mounts_for(path: &Path, root: &Path) -> usize {
 /// The read-only mounts chosen at one sandbox start: each path kept and
 /// each directory on the way to one from the root, counted once however
 /// many paths share it ([`MAX_READ_ONLY_MOUNTS`]).
-#[derive(Default)]
-struct Mounts(std::collections::HashSet<PathBuf>);
+struct Mounts {
+    counted: std::collections::HashSet<PathBuf>,
+    /// [`mount_bound`], looked up once.
+    bound: usize,
+}
 
 impl Mounts {
+    fn new() -> Mounts {
+        Mounts {
+            counted: Default::default(),
+            bound: mount_bound(),
+        }
+    }
+
     /// Counts `paths` and the directories on their way, if they fit in
     /// what is left; whether they did (else nothing is counted).
     fn add_if_fits(&mut self, paths: &[PathBuf], root: &Path) -> bool {
@@ -179,17 +205,17 @@ impl Mounts {
                     rel.ancestors()
                         .filter(|a| !a.as_os_str().is_empty())
                         .map(|a| root.join(a))
-                        .filter(|a| !self.0.contains(a)),
+                        .filter(|a| !self.counted.contains(a)),
                 ),
                 Err(_) => {
                     new.insert(path.clone());
                 }
             }
         }
-        if self.0.len() + new.len() > MAX_READ_ONLY_MOUNTS {
+        if self.counted.len() + new.len() > self.bound {
             return false;
         }
-        self.0.extend(new);
+        self.counted.extend(new);
         true
     }
 }
@@ -252,7 +278,7 @@ impl RepositoryIndex {
         } = self.walk(root);
         let mut indexes = HashMap::new();
         let mut submodules = BTreeSet::new();
-        let mut mounts = Mounts::default();
+        let mut mounts = Mounts::new();
         let mut unprotected = Vec::new();
         // (the `.git` entry, where its gitlinks below `prefix` are, the
         // prefix: the root's path in its work tree)
@@ -290,8 +316,9 @@ impl RepositoryIndex {
             let places: Vec<PathBuf> = below.iter().map(|sub| sub.join(GIT_DIR)).collect();
             if !mounts.add_if_fits(&places, root) {
                 return Err(format!(
-                    "{} records submodules whose places need more than {MAX_READ_ONLY_MOUNTS} read-only mounts; the sandbox keeps no fewer, so it does not start",
-                    shown(&entry, root)
+                    "{} records submodules whose places need more than {} read-only mounts; the sandbox keeps no fewer, so it does not start",
+                    shown(&entry, root),
+                    mounts.bound
                 ));
             }
             for sub in &below {
@@ -338,7 +365,13 @@ impl RepositoryIndex {
             crowded.sort_by(|a, b| b.cmp(a));
             let named: Vec<String> = crowded.iter().take(5).map(|(_, entry)| shown(entry, root)).collect();
             return Err(format!(
-                "the repositories below the root need more than {MAX_READ_ONLY_MOUNTS} read-only mounts (one for each directory on the way to each), and the sandbox keeps every one that was there when the session started, so it does not start; remove those you do not need, or start in a narrower directory ({} past the bound, the deepest: {})",
+                "the repositories below the root need more than {} read-only mounts (one for each directory on the way to each{}), and the sandbox keeps every one that was there when the session started, so it does not start; remove those you do not need, or start in a narrower directory ({} past the bound, the deepest: {})",
+                mounts.bound,
+                if mounts.bound < MAX_READ_ONLY_MOUNTS {
+                    "; fewer than 2048 because this process may open few files: raise its hard limit, ulimit -Hn"
+                } else {
+                    ""
+                },
                 crowded.len(),
                 named.join(", ")
             ));
@@ -629,7 +662,9 @@ fn list(dir: &Path, root: &Path) -> Result<Listed, Unlisted> {
         let path = dir.join(&name);
         if name == GIT_DIR {
             // The root's is bound with the root's placeholders.
-            if !at_root && matches!(kind, FileType::Directory | FileType::RegularFile) {
+            // A link too: it cannot be kept from being replaced, and the
+            // sandbox says so rather than start (`shell.rs` pin).
+            if !at_root && matches!(kind, FileType::Directory | FileType::RegularFile | FileType::Symlink) {
                 found.push(path);
             }
             continue;

@@ -377,7 +377,7 @@ impl ShellToolset {
         static SAID: std::sync::Mutex<std::collections::BTreeSet<PathBuf>> =
             std::sync::Mutex::new(std::collections::BTreeSet::new());
         let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
-        let bound = crate::protected::MAX_READ_ONLY_MOUNTS;
+        let bound = crate::protected::mount_bound();
         let rel = |path: &PathBuf| path.strip_prefix(&handle).unwrap_or(path).display().to_string();
         for unprotected in &repositories.unprotected {
             if said.insert(unprotected.clone()) {
@@ -764,7 +764,8 @@ impl ShellToolset {
         let root = self.project.duplicate()?;
         let pinned_root = root.as_raw_fd();
         inherit.push(root);
-        // `Ok(None)` for a link (never bound) or nothing there.
+        // `Ok(None)` for nothing there; a link is an error (`Other`): a
+        // mount cannot keep it from being replaced.
         let mut opened = |path: &Path, flags: OFlags| -> std::io::Result<Option<i32>> {
             let Ok(rel) = path.strip_prefix(&self.root) else {
                 return Ok(None);
@@ -777,7 +778,9 @@ impl ShellToolset {
             let is_link = rustix::fs::fstat(&fd)
                 .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink);
             if is_link {
-                return Ok(None);
+                return Err(std::io::Error::other(
+                    "it is a symbolic link, which a command could replace with a repository of its own; make it a file holding `gitdir: <where it points>` (what git init --separate-git-dir writes), which the sandbox keeps read-only",
+                ));
             }
             let raw = fd.as_raw_fd();
             inherit.push(fd);

@@ -189,7 +189,8 @@ impl Drop for Placeholders {
             // (a session still holds it, a mount on it still): one gone,
             // no longer empty (the user's now) or no longer a directory is
             // not ours.
-            paths.retain(|path| match remove_unheld(path) {
+            let mut held = std::collections::HashSet::new();
+            paths.retain(|path| match remove_unheld(path, &mut held) {
                 Ok(()) => false,
                 Err(e) => matches!(
                     e,
@@ -205,8 +206,10 @@ impl Drop for Placeholders {
 /// and locked exclusively (no session whose root it is lives, and none
 /// starts until these are let go), the last one the directory it is
 /// removed from. `WOULDBLOCK` where one is held, `ACCESS` where one cannot
-/// be opened to tell.
-fn remove_unheld(path: &Path) -> rustix::io::Result<()> {
+/// be opened to tell. Another session ending holds a lock above too, for
+/// moments: each is tried for [`REMOVER_WAIT`], and one held past that is
+/// remembered in `held` (by device and inode) and not waited for again.
+fn remove_unheld(path: &Path, held: &mut std::collections::HashSet<(u64, u64)>) -> rustix::io::Result<()> {
     use rustix::io::Errno;
     let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
         return Err(Errno::NOENT);
@@ -222,11 +225,33 @@ fn remove_unheld(path: &Path) -> rustix::io::Result<()> {
     }
     taken.push(dir);
     for dir in &taken {
-        rustix::fs::flock(dir, FlockOperation::NonBlockingLockExclusive)?;
+        let st = rustix::fs::fstat(dir)?;
+        let id = (st.st_dev, st.st_ino);
+        if held.contains(&id) {
+            return Err(Errno::WOULDBLOCK);
+        }
+        let started = Instant::now();
+        loop {
+            match rustix::fs::flock(dir, FlockOperation::NonBlockingLockExclusive) {
+                Ok(()) => break,
+                Err(Errno::WOULDBLOCK | Errno::INTR) if started.elapsed() < REMOVER_WAIT => {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(Errno::WOULDBLOCK) => {
+                    held.insert(id);
+                    return Err(Errno::WOULDBLOCK);
+                }
+                Err(e) => return Err(e),
+            }
+        }
     }
     let parent = taken.last().ok_or(Errno::NOENT)?;
     rustix::fs::unlinkat(parent, name, AtFlags::REMOVEDIR)
 }
+
+/// How long a session ending waits for a directory's lock that another
+/// session ending may hold while it removes its own placeholders.
+const REMOVER_WAIT: Duration = Duration::from_millis(500);
 
 /// The lock file `name` in `state`, locked `how` (waiting for it).
 fn lock(state: &StateDir, name: &str, how: FlockOperation) -> Option<File> {
@@ -256,22 +281,31 @@ mod tests {
         let placeholder = root.join("sub/.git");
         std::fs::create_dir_all(&placeholder).unwrap();
         let held = locked(&root.join("sub"), FlockOperation::LockShared);
-        assert_eq!(remove_unheld(&placeholder), Err(rustix::io::Errno::WOULDBLOCK));
+        assert_eq!(
+            remove_unheld(&placeholder, &mut Default::default()),
+            Err(rustix::io::Errno::WOULDBLOCK)
+        );
         drop(held);
         // Held through a link to it: the same directory, the same lock.
         std::os::unix::fs::symlink(&root, dir.path().join("elsewhere")).unwrap();
         let held = locked(&dir.path().join("elsewhere"), FlockOperation::LockShared);
-        assert_eq!(remove_unheld(&placeholder), Err(rustix::io::Errno::WOULDBLOCK));
+        assert_eq!(
+            remove_unheld(&placeholder, &mut Default::default()),
+            Err(rustix::io::Errno::WOULDBLOCK)
+        );
         drop(held);
         assert!(placeholder.is_dir());
         // Reached through a link on its path: not followed.
         let linked = dir.path().join("elsewhere/sub/.git");
-        assert!(remove_unheld(&linked).is_err());
+        assert!(remove_unheld(&linked, &mut Default::default()).is_err());
         assert!(placeholder.is_dir());
         std::fs::write(placeholder.join("HEAD"), "ref: refs/heads/main\n").unwrap();
-        assert_eq!(remove_unheld(&placeholder), Err(rustix::io::Errno::NOTEMPTY));
+        assert_eq!(
+            remove_unheld(&placeholder, &mut Default::default()),
+            Err(rustix::io::Errno::NOTEMPTY)
+        );
         std::fs::remove_file(placeholder.join("HEAD")).unwrap();
-        assert_eq!(remove_unheld(&placeholder), Ok(()));
+        assert_eq!(remove_unheld(&placeholder, &mut Default::default()), Ok(()));
         assert!(!placeholder.exists());
     }
 

@@ -757,9 +757,15 @@ fn a_signal_ends_the_server_and_leaves_nothing_behind() {
         nix::sys::signal::kill(pid, signal).unwrap();
         let status = raw.child.wait().unwrap();
         assert_eq!(status.code(), Some(128 + signal as i32), "{signal:?}");
-        assert!(support::processes_matching(&marker).is_empty(), "{signal:?}: the job is gone");
+        assert!(
+            support::processes_matching(&marker).is_empty(),
+            "{signal:?}: the job is gone"
+        );
         for placeholder in [".git", ".iota", "HEAD"] {
-            assert!(!p.path(placeholder).exists(), "{signal:?}: {placeholder} left in the project");
+            assert!(
+                !p.path(placeholder).exists(),
+                "{signal:?}: {placeholder} left in the project"
+            );
         }
         assert!(!scratch.exists(), "{signal:?}: {} left", scratch.display());
     }

@@ -1930,7 +1930,8 @@ fn a_mode_a_command_sets_does_not_open_a_repository_to_it() {
 /// kept from being replaced by a repository of the command's own (a mount
 /// cannot stand on a link): the sandbox does not start, and says what to
 /// do instead; a gitfile in its place is kept read-only and the sandbox
-/// runs.
+/// runs — unless the gitfile names its repository through a link in the
+/// root.
 #[test]
 fn a_git_link_is_refused_and_a_gitfile_kept() {
     let Some(p) = sandboxed() else { return };
@@ -1957,6 +1958,20 @@ fn a_git_link_is_refused_and_a_gitfile_kept() {
         );
         std::fs::remove_file(p.path(at)).unwrap();
     }
+    // A gitfile naming its repository through a link in the root (a bare
+    // clone with worktrees: `gitdir: .bare`, `.bare` a link): the same.
+    std::os::unix::fs::symlink(&store, p.path(".bare")).unwrap();
+    p.write(".git", "gitdir: .bare\n");
+    let r = sh(&p, "rm .bare && git init -q --bare .bare; echo ran");
+    assert!(
+        r.is_error && !r.text.contains("ran") && r.text.contains("through the symbolic link .bare"),
+        "{}",
+        r.text
+    );
+    assert!(p.path(".bare").is_symlink());
+    p.write(".git", format!("gitdir: {}\n", store.display()));
+    let r = sh(&p, "echo ran");
+    assert!(r.text.contains("ran"), "{}", r.text);
 }
 
 /// Where this process may open few files (a hard limit of 1,024), the

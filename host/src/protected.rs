@@ -276,6 +276,25 @@ impl RepositoryIndex {
             repositories: own,
             unknown,
         } = self.walk(root);
+        // A gitfile is kept read-only, but git follows it: a link inside the
+        // root on its way could be replaced by a repository of a command's
+        // own, as a `.git` link could (`shell.rs` pin refuses those).
+        if let Ok(real_root) = std::fs::canonicalize(root) {
+            let gitfiles = std::iter::once(root.join(GIT_DIR)).chain(
+                own.iter()
+                    .filter(|e| e.file_name() == Some(OsStr::new(GIT_DIR)))
+                    .cloned(),
+            );
+            for gitfile in gitfiles {
+                if let Some(link) = link_on_the_way(&gitfile, &real_root) {
+                    return Err(format!(
+                        "{} names its repository through the symbolic link {}, which a command could replace with a repository of its own, so the sandbox does not start; make the gitdir: line name the repository itself",
+                        shown(&gitfile, root),
+                        shown(&link, &real_root)
+                    ));
+                }
+            }
+        }
         let mut indexes = HashMap::new();
         let mut submodules = BTreeSet::new();
         let mut mounts = Mounts::new();
@@ -589,6 +608,34 @@ fn git_dir_of(entry: &Path) -> Option<PathBuf> {
         }
         _ => None,
     }
+}
+
+/// The first symbolic link inside `real_root` on the way to the repository
+/// the gitfile `entry` names (links outside the root are followed: no
+/// command can change them); `None` where there is none, or `entry` is not
+/// a gitfile.
+fn link_on_the_way(entry: &Path, real_root: &Path) -> Option<PathBuf> {
+    let st = statat(rustix::fs::CWD, entry, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+        return None;
+    }
+    let target = git_dir_of(entry)?;
+    let mut prefix = PathBuf::new();
+    for component in target.components() {
+        prefix.push(component);
+        if !matches!(component, std::path::Component::Normal(_)) {
+            continue;
+        }
+        // What is missing has no link further on.
+        let st = statat(rustix::fs::CWD, &prefix, AtFlags::SYMLINK_NOFOLLOW).ok()?;
+        if FileType::from_raw_mode(st.st_mode) == FileType::Symlink {
+            let place = std::fs::canonicalize(prefix.parent()?).ok()?.join(prefix.file_name()?);
+            if place.starts_with(real_root) {
+                return Some(place);
+            }
+        }
+    }
+    None
 }
 
 /// A file's [`Stamp`], followed.

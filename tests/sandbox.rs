@@ -1571,7 +1571,8 @@ fn jobs_flooding_their_logs_stop_at_the_cap() {
 /// timeout is killed so) cannot remove its directory under the temp
 /// directory, with what its sandboxed commands wrote to /tmp and their
 /// logs; the next host to run a command removes it, and leaves alone the
-/// one of a host still running.
+/// one of a host still running. The placeholders killed hosts made in the
+/// project go with the next session's end.
 #[test]
 fn what_a_killed_host_left_in_tmp_is_removed_by_the_next() {
     let Some(p) = sandboxed() else { return };
@@ -1624,8 +1625,21 @@ fn what_a_killed_host_left_in_tmp_is_removed_by_the_next() {
         scratch_dirs().iter().any(|d| d.join("tmp/mine").exists()),
         "a running host's directory is left alone"
     );
+    assert!(p.path(".git").is_dir(), "a placeholder while a host stands on it");
     running.kill().unwrap();
     running.wait().unwrap();
+    // The placeholders the killed hosts made in the project: the next
+    // session's end removes them.
+    let out = p
+        .command()
+        .env("TMPDIR", temp.path())
+        .args(["call", "shell", r#"{"command":"true"}"#])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for placeholder in [".git", ".iota", "HEAD"] {
+        assert!(!p.path(placeholder).exists(), "{placeholder} left in the project");
+    }
 }
 
 /// Every repository below the root is read-only inside the sandbox like the

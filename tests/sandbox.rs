@@ -39,6 +39,15 @@ fn git(args: &[&str], dir: &Path) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Writes each `(path, contents)` below `dir`, making the directories on
+/// the way.
+fn plant(dir: &Path, files: &[(&str, &str)]) {
+    for (rel, text) in files {
+        std::fs::create_dir_all(dir.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(dir.join(rel), text).unwrap();
+    }
+}
+
 fn sh(p: &Project, command: &str) -> support::Result {
     p.call("shell", json!({ "command": command }))
 }
@@ -1202,21 +1211,21 @@ fn by_default_the_home_directory_shows_only_the_toolchains() {
     let base = support::visible_outside_dir();
     let p = visible_home_project(base.path(), "{}");
     let home = p.home().unwrap().to_path_buf();
-    for (rel, text) in [
-        (".cargo/bin/tool", "SHOWN-1"),
-        (".rustup/settings.toml", "SHOWN-2"),
-        (".gitconfig", "SHOWN-3"),
-        (".cargo/credentials.toml", "HIDDEN-1"),
-        (".bashrc", "export OPENAI_API_KEY=HIDDEN-2"),
-        ("snap/firefox/common/.mozilla/firefox/p/logins.json", "HIDDEN-3"),
-        ("dotfiles/config/mytool/settings", "HIDDEN-4"),
-        (".config/fish/fish_variables", "HIDDEN-5"),
-        (".msmtprc", "HIDDEN-6"),
-        (".local/share/atuin/key", "HIDDEN-7"),
-    ] {
-        std::fs::create_dir_all(home.join(rel).parent().unwrap()).unwrap();
-        std::fs::write(home.join(rel), text).unwrap();
-    }
+    plant(
+        &home,
+        &[
+            (".cargo/bin/tool", "SHOWN-1"),
+            (".rustup/settings.toml", "SHOWN-2"),
+            (".gitconfig", "SHOWN-3"),
+            (".cargo/credentials.toml", "HIDDEN-1"),
+            (".bashrc", "export OPENAI_API_KEY=HIDDEN-2"),
+            ("snap/firefox/common/.mozilla/firefox/p/logins.json", "HIDDEN-3"),
+            ("dotfiles/config/mytool/settings", "HIDDEN-4"),
+            (".config/fish/fish_variables", "HIDDEN-5"),
+            (".msmtprc", "HIDDEN-6"),
+            (".local/share/atuin/key", "HIDDEN-7"),
+        ],
+    );
     std::os::unix::fs::symlink(home.join("dotfiles/config"), home.join(".config/linked")).unwrap();
     let text = readable(&p, std::slice::from_ref(&home));
     let text = text
@@ -1256,52 +1265,52 @@ fn stores_reached_through_links_and_logins_in_build_configurations_are_out_of_si
         "agents:\n  a:\n    tools:\n      shell: {{read: ['{}']}}\n",
         home.join("dotfiles").display()
     ));
-    for (rel, text) in [
-        ("dotfiles/kube/config", "HIDDEN-1"),
-        ("dotfiles/vimrc", "SHOWN-1"),
-        (".aws/credentials", "HIDDEN-2"),
-        (".cargo/config.toml", "[registry]\ntoken = \"HIDDEN-3\"\n"),
-        (".npm-global/etc/npmrc", "//registry.npmjs.org/:_authToken=HIDDEN-4\n"),
-        (
-            ".gitconfig",
-            "[url \"https://x:HIDDEN-5@github.com/\"]\n\tinsteadOf = https://github.com/\n",
-        ),
-        (".cargo/config", "[build]\njobs = 2 # SHOWN-2\n"),
-        (
-            ".nvm/versions/node/v20.11.0/etc/npmrc",
-            "//registry.npmjs.org/:_authToken=HIDDEN-6\n",
-        ),
-        (
-            ".local/share/mise/installs/node/20.11.0/etc/npmrc",
-            "//registry.npmjs.org/:_authToken=HIDDEN-7\n",
-        ),
-        (".config/git/config", "[sendemail]\n\tsmtpPass = HIDDEN-8\n"),
-        (".nvm/versions/node/v20.11.0/bin/node", "SHOWN-3"),
-        // What a second review read past those.
-        (
-            ".rbenv/versions/3.3.0/etc/gemrc",
-            ":sources:\n- https://ci-bot:HIDDEN-9@gems.example/\n",
-        ),
-        (
-            ".pyenv/versions/miniconda3-latest/.condarc",
-            "channels:\n  - https://conda.anaconda.org/t/ab12-cd34ef56-7890-abcd-ef12/HIDDEN-10\n",
-        ),
-        (
-            ".pyenv/versions/miniconda3-latest/condarc.d/corp.yml",
-            "channel_alias: https://u:HIDDEN-11@conda.example\n",
-        ),
-        (
-            ".sdkman/candidates/gradle/8.5/init.d/corp-repo.gradle",
-            "credentials { password \"HIDDEN-12\" }\n",
-        ),
-        (
-            ".nvm/versions/node/v20.11.0/lib/node_modules/npm/npmrc",
-            "//registry.npmjs.org/:_authToken=HIDDEN-13\n",
-        ),
-    ] {
-        std::fs::create_dir_all(home.join(rel).parent().unwrap()).unwrap();
-        std::fs::write(home.join(rel), text).unwrap();
-    }
+    plant(
+        &home,
+        &[
+            ("dotfiles/kube/config", "HIDDEN-1"),
+            ("dotfiles/vimrc", "SHOWN-1"),
+            (".aws/credentials", "HIDDEN-2"),
+            (".cargo/config.toml", "[registry]\ntoken = \"HIDDEN-3\"\n"),
+            (".npm-global/etc/npmrc", "//registry.npmjs.org/:_authToken=HIDDEN-4\n"),
+            (
+                ".gitconfig",
+                "[url \"https://x:HIDDEN-5@github.com/\"]\n\tinsteadOf = https://github.com/\n",
+            ),
+            (".cargo/config", "[build]\njobs = 2 # SHOWN-2\n"),
+            (
+                ".nvm/versions/node/v20.11.0/etc/npmrc",
+                "//registry.npmjs.org/:_authToken=HIDDEN-6\n",
+            ),
+            (
+                ".local/share/mise/installs/node/20.11.0/etc/npmrc",
+                "//registry.npmjs.org/:_authToken=HIDDEN-7\n",
+            ),
+            (".config/git/config", "[sendemail]\n\tsmtpPass = HIDDEN-8\n"),
+            (".nvm/versions/node/v20.11.0/bin/node", "SHOWN-3"),
+            // What a second review read past those.
+            (
+                ".rbenv/versions/3.3.0/etc/gemrc",
+                ":sources:\n- https://ci-bot:HIDDEN-9@gems.example/\n",
+            ),
+            (
+                ".pyenv/versions/miniconda3-latest/.condarc",
+                "channels:\n  - https://conda.anaconda.org/t/ab12-cd34ef56-7890-abcd-ef12/HIDDEN-10\n",
+            ),
+            (
+                ".pyenv/versions/miniconda3-latest/condarc.d/corp.yml",
+                "channel_alias: https://u:HIDDEN-11@conda.example\n",
+            ),
+            (
+                ".sdkman/candidates/gradle/8.5/init.d/corp-repo.gradle",
+                "credentials { password \"HIDDEN-12\" }\n",
+            ),
+            (
+                ".nvm/versions/node/v20.11.0/lib/node_modules/npm/npmrc",
+                "//registry.npmjs.org/:_authToken=HIDDEN-13\n",
+            ),
+        ],
+    );
     std::os::unix::fs::symlink(home.join("dotfiles/kube"), home.join(".kube")).unwrap();
     std::os::unix::fs::symlink(home.join(".aws"), home.join("go")).unwrap();
     let text = readable(&p, std::slice::from_ref(&home))
@@ -1343,16 +1352,16 @@ fn stores_outside_the_home_directory_are_out_of_sight_too() {
     let base = support::visible_outside_dir();
     let elsewhere = support::visible_outside_dir();
     let e = elsewhere.path();
-    for (rel, text) in [
-        ("xdgconf/gh/hosts.yml", "HIDDEN-1"),
-        ("xdgdata/uv/credentials", "HIDDEN-2"),
-        ("docker/config.json", "HIDDEN-3"),
-        ("cargo-real/credentials.toml", "HIDDEN-4"),
-        ("plain.txt", "SHOWN-1"),
-    ] {
-        std::fs::create_dir_all(e.join(rel).parent().unwrap()).unwrap();
-        std::fs::write(e.join(rel), text).unwrap();
-    }
+    plant(
+        e,
+        &[
+            ("xdgconf/gh/hosts.yml", "HIDDEN-1"),
+            ("xdgdata/uv/credentials", "HIDDEN-2"),
+            ("docker/config.json", "HIDDEN-3"),
+            ("cargo-real/credentials.toml", "HIDDEN-4"),
+            ("plain.txt", "SHOWN-1"),
+        ],
+    );
     for shell in ["{}", "{home: visible}"] {
         let p = visible_home_project(base.path(), shell);
         // A toolchain directory that is a link to elsewhere: its store is
@@ -1432,16 +1441,16 @@ fn a_hidden_home_shows_only_what_read_names() {
     let base = support::visible_outside_dir();
     let p = visible_home_project(base.path(), "{home: hidden, read: [~/.gitconfig, ~/tools]}");
     let home = p.home().unwrap().to_path_buf();
-    for (rel, text) in [
-        (".gitconfig", "SHOWN-1"),
-        ("tools/bin/x", "SHOWN-2"),
-        (".bashrc", "HIDDEN-1"),
-        (".config/app/settings.json", "HIDDEN-2"),
-        ("tools/.env.token", "HIDDEN-3"),
-    ] {
-        std::fs::create_dir_all(home.join(rel).parent().unwrap()).unwrap();
-        std::fs::write(home.join(rel), text).unwrap();
-    }
+    plant(
+        &home,
+        &[
+            (".gitconfig", "SHOWN-1"),
+            ("tools/bin/x", "SHOWN-2"),
+            (".bashrc", "HIDDEN-1"),
+            (".config/app/settings.json", "HIDDEN-2"),
+            ("tools/.env.token", "HIDDEN-3"),
+        ],
+    );
     let text = readable(&p, std::slice::from_ref(&home));
     let text = text + &readable(&p, &[home.join(".gitconfig"), home.join("tools")]);
     assert!(text.contains("SHOWN-1") && text.contains("SHOWN-2"), "{text}");

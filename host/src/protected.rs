@@ -279,18 +279,19 @@ impl RepositoryIndex {
         // A gitfile is kept read-only, but git follows it: a link inside the
         // root on its way could be replaced by a repository of a command's
         // own, as a `.git` link could (`shell.rs` pin refuses those).
-        if let Ok(real_root) = std::fs::canonicalize(root) {
+        let real_root = std::fs::canonicalize(root).ok();
+        if let Some(real_root) = &real_root {
             let gitfiles = std::iter::once(root.join(GIT_DIR)).chain(
                 own.iter()
                     .filter(|e| e.file_name() == Some(OsStr::new(GIT_DIR)))
                     .cloned(),
             );
             for gitfile in gitfiles {
-                if let Some(link) = link_on_the_way(&gitfile, &real_root) {
+                if let Some(link) = link_on_the_way(&gitfile, real_root) {
                     return Err(format!(
                         "{} names its repository through the symbolic link {}, which a command could replace with a repository of its own, so the sandbox does not start; make the gitdir: line name the repository itself",
                         shown(&gitfile, root),
-                        shown(&link, &real_root)
+                        shown(&link, real_root)
                     ));
                 }
             }
@@ -397,7 +398,6 @@ impl RepositoryIndex {
         }
         own.sort();
         writable.sort();
-        let real_root = std::fs::canonicalize(root).ok();
         let mut budget = OTHER_INDEX_BYTES;
         let mut others: Vec<&PathBuf> = own
             .iter()

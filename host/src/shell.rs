@@ -813,13 +813,12 @@ impl ShellToolset {
                         break;
                     }
                     Ok(None) => break,
-                    Err(e)
-                        if [rustix::io::Errno::ACCESS, rustix::io::Errno::PERM]
+                    Err(e) => {
+                        let denied = [rustix::io::Errno::ACCESS, rustix::io::Errno::PERM]
                             .iter()
-                            .any(|errno| e.raw_os_error() == Some(errno.raw_os_error())) =>
-                    {
+                            .any(|errno| e.raw_os_error() == Some(errno.raw_os_error()));
                         match target.parent() {
-                            Some(parent) if parent != self.root && parent.starts_with(&self.root) => {
+                            Some(parent) if denied && parent != self.root && parent.starts_with(&self.root) => {
                                 target = parent.to_path_buf();
                             }
                             _ => {
@@ -829,12 +828,6 @@ impl ShellToolset {
                                 )));
                             }
                         }
-                    }
-                    Err(e) => {
-                        return Err(std::io::Error::other(format!(
-                            "cannot open {} to keep it read-only ({e}); the sandbox does not start",
-                            path.display()
-                        )));
                     }
                 }
             }

@@ -13,6 +13,7 @@ mod host_state;
 mod iota_exception;
 mod jail;
 mod limits;
+mod load;
 mod mcp;
 mod registry;
 mod sandbox;

@@ -103,20 +103,20 @@ fn a_real_session_with_the_python_sdk() {
 }
 
 /// A raw JSON-RPC client over the server's stdio.
-struct Raw {
+pub(crate) struct Raw {
     child: std::process::Child,
     stdin: Option<std::process::ChildStdin>,
     lines: std::sync::mpsc::Receiver<String>,
 }
 
 impl Raw {
-    fn start(p: &Project) -> Raw {
+    pub(crate) fn start(p: &Project) -> Raw {
         Raw::start_with(p.command(), "{}")
     }
 
     /// A connection to `iota-host` started as `command`, whose client
     /// declares `capabilities` (JSON).
-    fn start_with(command: std::process::Command, capabilities: &str) -> Raw {
+    pub(crate) fn start_with(command: std::process::Command, capabilities: &str) -> Raw {
         let mut raw = Raw::spawn(command);
         raw.send(&format!(
             r#"{{"jsonrpc":"2.0","id":1,"method":"initialize","params":{{"protocolVersion":"2025-06-18","capabilities":{capabilities},"clientInfo":{{"name":"raw","version":"1"}}}}}}"#
@@ -126,7 +126,7 @@ impl Raw {
         raw
     }
 
-    fn send(&mut self, line: &str) {
+    pub(crate) fn send(&mut self, line: &str) {
         self.try_send(line).unwrap();
     }
 
@@ -138,12 +138,12 @@ impl Raw {
     }
 
     /// The response to request `id` (other messages are skipped).
-    fn reply(&self, id: u64) -> serde_json::Value {
+    pub(crate) fn reply(&self, id: u64) -> serde_json::Value {
         self.next_message(|v| v["id"] == id)
     }
 
     /// The next message for which `wanted` holds (others are skipped).
-    fn next_message(&self, wanted: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
+    pub(crate) fn next_message(&self, wanted: impl Fn(&serde_json::Value) -> bool) -> serde_json::Value {
         loop {
             let line = self.lines.recv_timeout(support::EVENTUALLY).expect("a reply in time");
             let v: serde_json::Value = serde_json::from_str(&line).unwrap();
@@ -156,7 +156,7 @@ impl Raw {
 
 impl Raw {
     /// Closes the connection the way a client does, and waits for the server to exit.
-    fn close(&mut self) -> std::process::ExitStatus {
+    pub(crate) fn close(&mut self) -> std::process::ExitStatus {
         self.stdin.take();
         self.child.wait().unwrap()
     }

@@ -26,6 +26,7 @@
 //! default); an embedder that turns default features off gets neither, nor
 //! clap, crossterm or rmcp.
 
+use crate::admission::{Admission, Busy, InFlight, Ticket, Turn, Turns};
 use crate::agent::AgentTools;
 use crate::builtin_sets::{Enabling, builtin_set};
 use crate::caps::ui::Ui;
@@ -38,7 +39,7 @@ use crate::session::Session;
 use crate::toolset::{ApprovalRule, Presentation, Toolset};
 use anyhow::{Context as _, Result, bail};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::Arc;
 
 /// Where the config comes from.
 #[derive(Debug, Clone)]
@@ -178,7 +179,7 @@ impl HostBuilder {
             tools: Arc::new(tools),
             ui,
             warnings,
-            _engine: engine,
+            engine,
         })
     }
 }
@@ -209,8 +210,9 @@ pub struct Host {
     tools: Arc<AgentTools>,
     ui: Arc<dyn Ui>,
     warnings: Vec<String>,
-    /// Kept with the tools it compiled (its epoch ticker drives their deadlines).
-    _engine: Engine,
+    /// Kept with the tools it compiled (its epoch ticker drives their
+    /// deadlines); its admission bounds every session's calls.
+    engine: Engine,
 }
 
 /// One tool as a model (or an MCP client) sees it.
@@ -303,7 +305,8 @@ impl Host {
             tools: self.tools.clone(),
             session: Arc::new(Session::new()),
             ui: self.ui.clone(),
-            round_rule: RwLock::new(()),
+            admission: self.engine.admission().clone(),
+            turns: Turns::new(),
         }
     }
 
@@ -386,9 +389,46 @@ pub struct HostSession {
     tools: Arc<AgentTools>,
     pub(crate) session: Arc<Session>,
     ui: Arc<dyn Ui>,
-    /// The round rule across concurrent calls: shared by parallel calls,
-    /// held alone by every other.
-    round_rule: RwLock<()>,
+    /// The host's bound on calls in flight.
+    admission: Arc<Admission>,
+    /// The round rule across concurrent calls, in arrival order: parallel
+    /// calls side by side, every other call alone (`admission/turns.rs`).
+    turns: Arc<Turns>,
+}
+
+/// Calls a session accepted, waiting for their turn: the MCP server takes
+/// one as a request is read, so its place in line is the request's.
+pub(crate) struct Queued {
+    in_flight: InFlight,
+    ticket: Ticket,
+}
+
+/// A call whose turn came: it runs now.
+pub(crate) struct Admitted {
+    _in_flight: InFlight,
+    _turn: Turn,
+}
+
+impl Queued {
+    /// Waits on this thread for the turn, beside other parallel calls when
+    /// `parallel`, alone otherwise.
+    fn wait(self, parallel: bool) -> Admitted {
+        Admitted {
+            _turn: self.ticket.wait(parallel),
+            _in_flight: self.in_flight,
+        }
+    }
+
+    /// The same, waited for by an async task without holding a thread;
+    /// dropping the future gives the place up.
+    #[cfg(feature = "mcp")]
+    pub(crate) async fn turn(self, parallel: bool) -> Admitted {
+        let turn = self.ticket.turn(parallel).await;
+        Admitted {
+            _turn: turn,
+            _in_flight: self.in_flight,
+        }
+    }
 }
 
 impl HostSession {
@@ -415,6 +455,15 @@ impl HostSession {
 
     /// [`Self::round`] with each call's arguments as JSON text.
     pub fn round_json(&self, calls: &[(&str, &str)]) -> Vec<CallResult> {
+        let queued = match self.queue(calls.len()) {
+            Ok(queued) => queued,
+            Err(busy) => {
+                return calls
+                    .iter()
+                    .map(|(tool, _)| Outcome::not_run(tool, busy.to_string()).into())
+                    .collect();
+            }
+        };
         let calls: Vec<Call> = calls
             .iter()
             .map(|(tool, args)| Call {
@@ -425,7 +474,7 @@ impl HostSession {
         let all_parallel = calls
             .iter()
             .all(|call| self.tools.may_run_in_parallel(&self.session, call));
-        let _rule = RoundRule::enter(&self.round_rule, all_parallel);
+        let _admitted = queued.wait(all_parallel);
         self.tools
             .round(&self.session, &self.ui, &calls, all_parallel)
             .into_iter()
@@ -433,11 +482,40 @@ impl HostSession {
             .collect()
     }
 
+    /// Accepts `calls` calls into the session's line, or says the host is
+    /// busy (`admission.rs`).
+    pub(crate) fn queue(&self, calls: usize) -> Result<Queued, Busy> {
+        Ok(Queued {
+            in_flight: self.admission.enter(calls)?,
+            ticket: self.turns.ticket(),
+        })
+    }
+
+    /// Whether a call may run beside others (decided before its turn).
+    pub(crate) fn may_run_in_parallel(&self, tool: &str, args: &str) -> bool {
+        let call = Call {
+            tool: tool.to_string(),
+            args: args.to_string(),
+        };
+        self.tools.may_run_in_parallel(&self.session, &call)
+    }
+
     /// Runs one call with its questions going to `ui` instead of the
-    /// session's (the MCP server asks the client of each request). Where
-    /// `ui` cannot answer, a set that only exists for somebody who can
-    /// (`ask`) offers nothing.
+    /// session's, once its turn comes.
     pub(crate) fn call_as(&self, ui: &Arc<dyn Ui>, tool: &str, args: String) -> CallResult {
+        match self.queue(1) {
+            Ok(queued) => {
+                let admitted = queued.wait(self.may_run_in_parallel(tool, &args));
+                self.call_admitted(admitted, ui, tool, args)
+            }
+            Err(busy) => Outcome::not_run(tool, busy.to_string()).into(),
+        }
+    }
+
+    /// Runs a call whose turn came, its questions going to `ui` (the MCP
+    /// server asks the client of each request). Where `ui` cannot answer, a
+    /// set that only exists for somebody who can (`ask`) offers nothing.
+    pub(crate) fn call_admitted(&self, admitted: Admitted, ui: &Arc<dyn Ui>, tool: &str, args: String) -> CallResult {
         let call = Call {
             tool: tool.to_string(),
             args,
@@ -450,9 +528,9 @@ impl HostSession {
         {
             return Outcome::unknown_tool(tool).into();
         }
-        let parallel = self.tools.may_run_in_parallel(&self.session, &call);
-        let _rule = RoundRule::enter(&self.round_rule, parallel);
-        self.tools.call(&self.session, ui, &call).into()
+        let result = self.tools.call(&self.session, ui, &call).into();
+        drop(admitted);
+        result
     }
 
     /// The session's state: its jobs, its running call.
@@ -512,23 +590,4 @@ impl HostSession {
 /// (its built-in row is enabled [`Enabling::WhenInteractive`]).
 pub(crate) fn needs_someone_to_answer(name: &str) -> bool {
     builtin_set(name).is_some_and(|set| set.enabling == Enabling::WhenInteractive)
-}
-
-/// A place under the round rule, held for one call or round.
-enum RoundRule<'a> {
-    /// Beside other parallel calls.
-    Shared(#[allow(dead_code)] RwLockReadGuard<'a, ()>),
-    /// Alone.
-    Alone(#[allow(dead_code)] RwLockWriteGuard<'a, ()>),
-}
-
-impl<'a> RoundRule<'a> {
-    /// Waits for a place: shared when `parallel`, alone otherwise.
-    fn enter(rule: &'a RwLock<()>, parallel: bool) -> RoundRule<'a> {
-        if parallel {
-            RoundRule::Shared(rule.read().unwrap_or_else(|e| e.into_inner()))
-        } else {
-            RoundRule::Alone(rule.write().unwrap_or_else(|e| e.into_inner()))
-        }
-    }
 }

@@ -9,6 +9,7 @@
 //! kept out of every sandboxed command's reach and sealed, because a
 //! compiled component is native code the host runs.
 
+use crate::admission::Admission;
 use crate::host_state::StateDir;
 use anyhow::{Context as _, Result};
 use sha2::{Digest, Sha256};
@@ -28,6 +29,8 @@ pub const EPOCH_TICK: Duration = Duration::from_millis(10);
 pub struct Engine {
     inner: wasmtime::Engine,
     state: Option<StateDir>,
+    /// The bounds every call of this engine's components waits within.
+    admission: Arc<Admission>,
     _ticker: Arc<Ticker>,
 }
 
@@ -82,8 +85,14 @@ impl Engine {
         Ok(Engine {
             inner,
             state,
+            admission: Admission::new(),
             _ticker: Arc::new(Ticker { stop }),
         })
+    }
+
+    /// The calls in flight and the instance slots (`admission.rs`).
+    pub(crate) fn admission(&self) -> &Arc<Admission> {
+        &self.admission
     }
 
     /// The wasmtime engine.

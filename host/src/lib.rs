@@ -20,6 +20,7 @@ pub use caps::bindings::iota::toolset::ui::{Answer, Choice, Question};
 pub use caps::ui::{Approval, ApprovalRequest, NoUi, ScriptedUi, Ui};
 pub use toolset::Presentation;
 
+mod admission;
 mod agent;
 mod approval;
 mod audit;
@@ -64,6 +65,7 @@ pub fn cli_main() -> std::process::ExitCode {
 /// and the engine's bounds. Not an API: no stability promise.
 #[doc(hidden)]
 pub mod internals {
+    pub use crate::admission::MAX_IN_FLIGHT;
     pub use crate::caps::fs::{MAX_WARM_ENTRIES, WarmStats};
     pub use crate::config::EMBEDDED_DEFAULT;
     pub use crate::engine::{KEEP_COMPILED, KEEP_DESCRIBED, POOLED_INSTANCES};

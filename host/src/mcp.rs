@@ -14,6 +14,7 @@
 use crate::api::{CallResult, Host, HostSession, needs_someone_to_answer};
 use crate::caps::ui::elicitation::{FormUi, PeerCarrier};
 use crate::caps::ui::{NoUi, Ui};
+use arrivals::Arrivals;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, GetSkillRequestParams,
     GetSkillResult, GetTaskParams, GetTaskResult, Implementation, ListResourcesResult, ListSkillsResult,
@@ -29,6 +30,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 use tasks::Tasks;
 
+mod arrivals;
 pub mod input;
 pub mod rounds;
 pub mod skills;
@@ -43,6 +45,8 @@ pub struct McpServer {
     host: Arc<Host>,
     /// The connection's session; concurrent requests follow its round rule.
     session: Arc<HostSession>,
+    /// Call requests' places in the session's line, taken as they are read.
+    arrivals: Arc<Arrivals>,
     /// Questions go here when given (`--answers`, `--non-interactive`);
     /// otherwise to the client, when it can answer forms.
     ui: Option<Arc<dyn Ui>>,
@@ -97,6 +101,7 @@ impl McpServer {
             .map(|set| Arc::new(Skills::new(set.clone(), session.state().clone())));
         McpServer {
             host,
+            arrivals: Arrivals::new(session.clone()),
             session,
             skills,
             ui,
@@ -201,6 +206,10 @@ impl ServerHandler for McpServer {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
+        let queued = match self.arrivals.claim(&context.id) {
+            Ok(queued) => queued,
+            Err(busy) => return Ok(CallToolResult::error(vec![ContentBlock::text(busy.to_string())]).into()),
+        };
         let name = request.name.to_string();
         let args = serde_json::Value::Object(request.arguments.unwrap_or_default()).to_string();
         let modern = modern(&context);
@@ -256,10 +265,27 @@ impl ServerHandler for McpServer {
         let server = self.clone();
         let (tool, arguments) = (name.clone(), args.clone());
         // Tool calls block (Wasm instances, child processes, questions to the
-        // client): keep them off the reactor.
+        // client): keep them off the reactor. The wait for the call's turn
+        // stays on it, holding no thread (`admission.rs`).
+        let waited = async {
+            let session = self.session.clone();
+            let (tool, args) = (name.clone(), args.clone());
+            let parallel = tokio::task::spawn_blocking(move || session.may_run_in_parallel(&tool, &args)).await;
+            queued.turn(parallel.unwrap_or(false)).await
+        };
+        let admitted = tokio::select! {
+            admitted = waited => admitted,
+            () = context.ct.cancelled() => {
+                if let Some(progress) = progress {
+                    progress.abort();
+                }
+                let text = format!("{name} was not run: its request was cancelled before its turn came");
+                return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
+            }
+        };
         let mut call = tokio::task::spawn_blocking(move || {
             crate::shell::jobs::take_adopted_here();
-            let result = server.session.call_as(&ui, &tool, arguments);
+            let result = server.session.call_admitted(admitted, &ui, &tool, arguments);
             (result, crate::shell::jobs::take_adopted_here())
         });
         let finished = tokio::select! {
@@ -385,8 +411,10 @@ pub fn serve(host: Host, ui: Option<Arc<dyn Ui>>) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         let (session, server_logs) = (server.session.clone(), server.logs.clone());
+        let arrivals = server.arrivals.clone();
+        let on_call = move |id| arrivals.arrive(id);
         let running = server
-            .serve(input::guarded(tokio::io::stdin(), tokio::io::stdout()))
+            .serve(input::guarded(tokio::io::stdin(), tokio::io::stdout(), on_call))
             .await?;
         // A finished job's notice also goes out at once, as a log message
         // where the client asked for logs (see `LogGate`).

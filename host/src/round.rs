@@ -37,12 +37,17 @@ pub struct Outcome {
 impl Outcome {
     /// The outcome of calling a tool nobody offers.
     pub fn unknown_tool(tool: &str) -> Outcome {
+        Outcome::not_run(tool, format!("unknown tool: {tool}"))
+    }
+
+    /// The outcome of a call that never reached its tool, and why.
+    pub fn not_run(tool: &str, why: String) -> Outcome {
         Outcome {
             tool: tool.to_string(),
             set: None,
             presentation: Presentation::Group,
             decision: Decision::NotNeeded,
-            result: ToolResult::failure(tool, format!("unknown tool: {tool}")),
+            result: ToolResult::failure(tool, why),
         }
     }
 }

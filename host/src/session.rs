@@ -13,6 +13,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// the session's background jobs and removes its private /tmp.
 #[derive(Debug)]
 pub struct Session {
+    /// Unique in the process: whose turn it is for an instance slot.
+    id: u64,
     state: Mutex<HashMap<String, ToolsetState>>,
     approved: Mutex<HashSet<(String, String)>>,
     jobs: Arc<Jobs>,
@@ -65,7 +67,9 @@ impl std::error::Error for StateFull {}
 
 impl Default for Session {
     fn default() -> Self {
+        static NEXT_ID: AtomicU64 = AtomicU64::new(0);
         Session {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             state: Mutex::default(),
             approved: Mutex::default(),
             jobs: Jobs::new(),
@@ -91,6 +95,11 @@ impl Session {
     /// A new, empty session.
     pub fn new() -> Session {
         Session::default()
+    }
+
+    /// The session's number, unique in the process.
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     /// Ends the session's life on the machine, whoever still holds it (a

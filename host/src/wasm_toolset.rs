@@ -3,6 +3,7 @@
 //! was remembered), then a fresh store and instance per call, so calls are
 //! isolated and parallel-safe and all state lives in the host.
 
+use crate::admission::{Slot, SlotKind};
 use crate::caps::bindings::ToolsetHostPre;
 use crate::caps::bindings::iota::toolset::types::Context;
 use crate::caps::fs::{self, FsAccess};
@@ -21,7 +22,7 @@ use crate::toolset::{Decided, ToolResult, Toolset};
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Instant;
 use wasmtime::{Store, Trap};
@@ -279,8 +280,9 @@ impl WasmToolset {
     }
 
     /// A fresh store with the limits, `access` and deadline, and the
-    /// component instantiated in it. When every pooled instance slot is
-    /// taken by other calls, waits for one until the deadline.
+    /// component instantiated in it, in a slot of its kind waited for in
+    /// turn (`admission/slots.rs`). A call's time starts once it has its
+    /// slot; a task waits no longer than its call's deadline.
     fn instantiate(
         &self,
         session: &Arc<Session>,
@@ -289,9 +291,22 @@ impl WasmToolset {
         role: Role,
     ) -> Result<Instance, String> {
         let pre = self.pre()?;
-        let deadline = match &role {
-            Role::Task { deadline, .. } => *deadline,
-            _ => Instant::now() + self.limits.timeout,
+        let slots = self.engine.admission().slots();
+        let (slot, deadline) = match &role {
+            Role::Task { deadline, abandoned } => {
+                let deadline = *deadline;
+                let give_up = || abandoned.load(Ordering::Relaxed) || Instant::now() >= deadline;
+                let slot = slots.acquire(SlotKind::Task, session.id(), &give_up);
+                let slot = slot.ok_or_else(|| "the task's call ended before the task could start".to_string())?;
+                (slot, deadline)
+            }
+            _ => {
+                let cancellations = session.cancellations();
+                let give_up = || session.cancellations() != cancellations;
+                let slot = slots.acquire(SlotKind::Call, session.id(), &give_up);
+                let slot = slot.ok_or_else(|| format!("toolset {:?} was cancelled", self.name))?;
+                (slot, Instant::now() + self.limits.timeout)
+            }
         };
         loop {
             let (mut store, stdout, stderr) = self.store(session, ui, access, &role, deadline)?;
@@ -302,8 +317,12 @@ impl WasmToolset {
                         bindings,
                         stdout,
                         stderr,
+                        _slot: slot,
                     });
                 }
+                // The slots keep within the pool, unless a component has more
+                // memories or tables than the pool planned per instance: then it
+                // waits for others to end, as long as its time allows.
                 Err(err) if err.is::<wasmtime::PoolConcurrencyLimitError>() && Instant::now() < deadline => {
                     drop(store);
                     std::thread::sleep(POOL_RETRY);
@@ -548,6 +567,8 @@ struct Instance {
     bindings: crate::caps::bindings::ToolsetHost,
     stdout: MemoryOutputPipe,
     stderr: MemoryOutputPipe,
+    /// Given back after the store (and its pooled instance) is gone.
+    _slot: Slot,
 }
 
 /// What a store is made for.
@@ -565,8 +586,9 @@ enum Role {
     Other(CallWrite),
 }
 
-/// How long a call waits before it asks again for a pooled instance slot.
-const POOL_RETRY: std::time::Duration = std::time::Duration::from_millis(2);
+/// How long a call waits before it asks again for a pooled instance, when
+/// the pool itself (not the slots) had none.
+const POOL_RETRY: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// Why a call stopped when its session cancelled it.
 impl Toolset for WasmToolset {

@@ -20,7 +20,7 @@
 //! reply goes out through the same writer as rmcp's own messages, one whole
 //! line at a time.
 
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, ProtocolVersion};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, ProtocolVersion, RequestId};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
@@ -36,16 +36,18 @@ pub const PARSE_ERROR: i64 = -32700;
 pub const INVALID_REQUEST: i64 = -32600;
 
 /// Connects `input` and `output` (stdin and stdout) to the SDK through the
-/// guard; returns the reader and writer to hand to rmcp. Runs on the current
-/// tokio runtime until both sides close.
+/// guard; returns the reader and writer to hand to rmcp. `on_call` hears of
+/// each `tools/call` request as it is read, before rmcp does. Runs on the
+/// current tokio runtime until both sides close.
 pub fn guarded(
     input: impl AsyncRead + Send + Unpin + 'static,
     output: impl AsyncWrite + Send + Unpin + 'static,
+    on_call: impl Fn(RequestId) + Send + 'static,
 ) -> (tokio::io::DuplexStream, tokio::io::DuplexStream) {
     let (to_sdk, sdk_reads) = tokio::io::duplex(64 << 10);
     let (sdk_writes, from_sdk) = tokio::io::duplex(64 << 10);
     let (replies, mut replies_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    tokio::spawn(read_messages(input, to_sdk, replies));
+    tokio::spawn(read_messages(input, to_sdk, replies, on_call));
     tokio::spawn(async move {
         let mut output = output;
         let mut from_sdk = BufReader::new(from_sdk);
@@ -90,6 +92,7 @@ async fn read_messages(
     input: impl AsyncRead + Unpin,
     mut to_sdk: tokio::io::DuplexStream,
     replies: tokio::sync::mpsc::UnboundedSender<String>,
+    on_call: impl Fn(RequestId),
 ) {
     let mut input = BufReader::with_capacity(64 << 10, input);
     // Whether rmcp has chosen its lifecycle (`chooses_lifecycle`).
@@ -129,6 +132,11 @@ async fn read_messages(
                 ClientJsonRpcMessage::Request(request) => lifecycle = chooses_lifecycle(&request.request),
                 _ => continue,
             }
+        }
+        if let ClientJsonRpcMessage::Request(request) = &message
+            && matches!(request.request, ClientRequest::CallToolRequest(_))
+        {
+            on_call(request.id.clone());
         }
         if to_sdk.write_all(text).await.is_err() || to_sdk.write_all(b"\n").await.is_err() {
             break;

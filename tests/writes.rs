@@ -294,3 +294,28 @@ fn a_write_keeps_the_files_mode_and_leaves_nothing_beside_it() {
     let names: Vec<String> = snapshot(p.root()).into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["deep/", "deep/new/", "deep/new/file.txt", "run.sh"]);
 }
+
+#[test]
+fn a_writes_temporary_file_is_never_listed_found_or_searched() {
+    let p = Project::new();
+    p.write("kept.txt", "needle here\n");
+    // What a host killed mid-write on a filesystem without unnamed files
+    // leaves: a temporary beside its file, under the name writes make.
+    let left = ".big.bin.iota-0123456789abcdef0123456789abcdef.tmp";
+    p.write(left, "needle in a half-made file\n");
+    p.write(&format!("sub/{left}"), "needle\n");
+    let listed = p.call("list_dir", json!({"path": "."}));
+    assert!(!listed.text.contains(".iota-"), "{}", listed.text);
+    assert!(listed.text.contains("kept.txt"), "{}", listed.text);
+    let found = p.call("glob", json!({"pattern": "**/*"}));
+    assert!(!found.text.contains(".iota-"), "{}", found.text);
+    let hidden = p.call("glob", json!({"pattern": "**/.*.tmp"}));
+    assert!(!hidden.text.contains(".iota-"), "{}", hidden.text);
+    let searched = p.call("grep", json!({"pattern": "needle"}));
+    assert!(!searched.text.contains(".iota-"), "{}", searched.text);
+    assert!(searched.text.contains("kept.txt"), "{}", searched.text);
+    // A name that only looks like one is the user's, and shown.
+    p.write(".notes.iota-draft.tmp", "needle\n");
+    let theirs = p.call("grep", json!({"pattern": "needle"}));
+    assert!(theirs.text.contains(".notes.iota-draft.tmp"), "{}", theirs.text);
+}

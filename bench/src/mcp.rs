@@ -38,7 +38,8 @@ fn rss_kib(pid: u32) -> u64 {
 struct Session {
     child: Child,
     input: Option<ChildStdin>,
-    output: BufReader<ChildStdout>,
+    /// Taken by a reader thread when requests are pipelined ([`load`]).
+    output: Option<BufReader<ChildStdout>>,
     /// `_meta` for every request (2026-07-28), or none (the handshake era).
     meta: Option<&'static str>,
 }
@@ -55,7 +56,7 @@ impl Session {
             .expect("the server starts");
         let mut session = Session {
             input: child.stdin.take(),
-            output: BufReader::new(child.stdout.take().unwrap()),
+            output: Some(BufReader::new(child.stdout.take().unwrap())),
             child,
             meta,
         };
@@ -85,7 +86,8 @@ impl Session {
         let mut reply = String::new();
         loop {
             reply.clear();
-            assert!(self.output.read_line(&mut reply).unwrap() > 0, "the server closed");
+            let output = self.output.as_mut().expect("replies read in turn");
+            assert!(output.read_line(&mut reply).unwrap() > 0, "the server closed");
             let ours = [format!(r#""id":{id},"#), format!(r#""id":{id}}}"#)];
             if ours.iter().any(|tag| reply.contains(tag.as_str())) {
                 return reply;
@@ -176,4 +178,143 @@ pub fn run(report: &mut Report, iota_host: &Path) {
     }
     let end = rss_kib(session.child.id());
     report.line(format!("\n## serve: memory over one long session\n\nRSS of `iota-host serve` after {WARM_UP} calls (read_file, grep, list_dir, glob in turn): {} MiB; after {CALLS}: {} MiB.", after_warm_up / 1024, end / 1024));
+    drop(session);
+
+    concurrency(report, iota_host, root.path(), &peer);
+}
+
+/// Calls per load level in the concurrency rows.
+const LOAD_CALLS: u64 = 2000;
+
+/// What one load level measured: calls per second and latency percentiles.
+struct Load {
+    per_second: f64,
+    p50: Duration,
+    p99: Duration,
+}
+
+/// Keeps `in_flight` requests outstanding on `server` (stdio, handshake era)
+/// until [`LOAD_CALLS`] are answered, each the next of `call(i)`; every
+/// answer must be a success.
+fn load(server: Command, in_flight: u64, call: &dyn Fn(u64) -> (String, String)) -> Load {
+    let mut session = Session::start(server, None);
+    let output = session.output.take().expect("a fresh session");
+    let (tx, replies) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut output = output;
+        let mut line = String::new();
+        loop {
+            line.clear();
+            if output.read_line(&mut line).unwrap_or(0) == 0 {
+                break;
+            }
+            let reply: serde_json::Value = serde_json::from_str(&line).unwrap();
+            if tx.send((Instant::now(), reply)).is_err() {
+                break;
+            }
+        }
+    });
+    let mut sent = std::collections::HashMap::new();
+    let mut latencies = Vec::with_capacity(LOAD_CALLS as usize);
+    let started = Instant::now();
+    let mut next = 0;
+    let send = |session: &mut Session, sent: &mut std::collections::HashMap<u64, Instant>, i: u64| {
+        let (tool, args) = call(i);
+        let id = 1000 + i;
+        sent.insert(id, Instant::now());
+        session.send(&format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}","arguments":{args}}}}}"#
+        ));
+    };
+    while next < in_flight.min(LOAD_CALLS) {
+        send(&mut session, &mut sent, next);
+        next += 1;
+    }
+    while (latencies.len() as u64) < LOAD_CALLS {
+        let (at, reply) = replies.recv().expect("the server answers");
+        let Some(id) = reply["id"].as_u64().filter(|id| *id >= 1000) else {
+            continue;
+        };
+        assert!(
+            reply["result"]["isError"] != true && reply.get("error").is_none(),
+            "call {id}: {reply}"
+        );
+        latencies.push(at - sent[&id]);
+        if next < LOAD_CALLS {
+            send(&mut session, &mut sent, next);
+            next += 1;
+        }
+    }
+    let took = started.elapsed();
+    drop(session);
+    let _ = reader.join();
+    latencies.sort();
+    let at = |p: usize| latencies[(latencies.len() * p / 100).min(latencies.len() - 1)];
+    Load {
+        per_second: LOAD_CALLS as f64 / took.as_secs_f64(),
+        p50: at(50),
+        p99: at(99),
+    }
+}
+
+/// Many calls in flight on one connection: `read_file` beside the reference
+/// server, and a mix with writes (which run alone, in arrival order).
+fn concurrency(report: &mut Report, iota_host: &Path, root: &Path, peer: &Path) {
+    let config = root.join("load.yaml");
+    std::fs::write(&config, "agents:\n  a:\n    tools:\n      code: {auto_write: true}\n").unwrap();
+    let ours = || {
+        let mut server = Command::new(iota_host);
+        server.arg("--config").arg(&config).arg("--root").arg(root).arg("serve");
+        server
+    };
+    let file = root.join("a.txt");
+    let read = |_| ("read_file".to_string(), r#"{"path":"a.txt"}"#.to_string());
+    let peer_read = |_| {
+        let args = format!(r#"{{"path":"{}"}}"#, file.display());
+        ("read_text_file".to_string(), args)
+    };
+    let mixed = |i: u64| match i % 5 {
+        0 => ("glob".to_string(), r#"{"pattern":"**/*.txt"}"#.to_string()),
+        1 => ("grep".to_string(), r#"{"pattern":"hello"}"#.to_string()),
+        2 => ("read_file".to_string(), r#"{"path":"a.txt"}"#.to_string()),
+        3 => ("list_dir".to_string(), "{}".to_string()),
+        _ => (
+            "write_file".to_string(),
+            format!(r#"{{"path":"load/w{i}.txt","content":"{i}\n"}}"#),
+        ),
+    };
+    report.line(format!(
+        "\n## serve: calls in flight on one connection\n\n{LOAD_CALLS} calls per row, the client keeping N requests outstanding (a reply lets the next go). `read_file` of a 6-byte file beside the reference server; then a mix of glob, grep, read_file, list_dir and write_file (each to its own file), where every write runs alone and in arrival order. One run.\n"
+    ));
+    report.line("| in flight | read_file calls/s | p50 | p99 | reference calls/s | p99 | ratio | mixed calls/s | p50 | p99 |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1000.0);
+    for in_flight in [1, 16, 64, 500] {
+        let reads = load(ours(), in_flight, &read);
+        let reference = peer.exists().then(|| {
+            let mut server = Command::new("node");
+            server.arg(peer).arg(root);
+            load(server, in_flight, &peer_read)
+        });
+        let _ = std::fs::remove_dir_all(root.join("load"));
+        let mix = load(ours(), in_flight, &mixed);
+        let (ref_rate, ref_p99, ratio) =
+            reference
+                .as_ref()
+                .map_or(("not installed".into(), String::new(), String::new()), |r| {
+                    (
+                        format!("{:.0}", r.per_second),
+                        ms(r.p99),
+                        format!("{:.2}x", reads.per_second / r.per_second),
+                    )
+                });
+        report.line(format!(
+            "| {in_flight} | {:.0} | {} | {} | {ref_rate} | {ref_p99} | {ratio} | {:.0} | {} | {} |",
+            reads.per_second,
+            ms(reads.p50),
+            ms(reads.p99),
+            mix.per_second,
+            ms(mix.p50),
+            ms(mix.p99)
+        ));
+    }
 }

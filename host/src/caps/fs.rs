@@ -391,7 +391,9 @@ fn list_opened(dir: std::fs::File) -> Result<Vec<Entry>, String> {
     while let Some(entry) = entries.next() {
         let entry = entry.map_err(io_error)?;
         let name = entry.file_name().to_bytes();
-        if name == b"." || name == b".." {
+        // A write's temporary file is the host's own, for microseconds (or
+        // left by a killed host until the next write of its name sweeps it).
+        if name == b"." || name == b".." || super::writes::is_write_temporary(name) {
             continue;
         }
         if listed.len() == MAX_DIR_ENTRIES {

@@ -19,7 +19,8 @@
 //!   directory could hold gigabytes. Here each listing is counted when it is
 //!   opened and released when its stream is dropped, against
 //!   [`MAX_LISTED_BYTES`] per store; past it, `read-directory` answers
-//!   `insufficient-memory`.
+//!   `insufficient-memory`. A write's temporary file (`caps/writes.rs`) is
+//!   left out of what a listing reads, as the host's own listings do.
 //! - **An open never waits.** wasmtime-wasi's `open-at` opens as asked, and
 //!   the open of a FIFO waits for its other end (a device's may wait or
 //!   act) in the host, where no epoch tick reaches: a command could
@@ -32,6 +33,7 @@
 //!   blocking stream calls (`blocking-read`, `blocking-flush`) that are not
 //!   replaced here from waiting on a peer.
 
+use super::writes::is_write_temporary;
 use super::{CallState, Stopper};
 use cap_primitives::fs::{FollowSymlinks, OpenOptionsExt};
 use std::collections::HashMap;
@@ -44,7 +46,8 @@ use wasmtime::component::{
 use wasmtime_wasi::OpenMode;
 use wasmtime_wasi::filesystem::{Descriptor, Dir, File, WasiFilesystemView};
 use wasmtime_wasi::p2::bindings::sync::filesystem::types::{
-    self as fs_types, DescriptorFlags, ErrorCode, HostDescriptor, NewTimestamp, OpenFlags, PathFlags,
+    self as fs_types, DescriptorFlags, ErrorCode, HostDescriptor, HostDirectoryEntryStream, NewTimestamp, OpenFlags,
+    PathFlags,
 };
 use wasmtime_wasi::p2::bindings::sync::io::streams::{Host as StreamsHost, StreamError};
 use wasmtime_wasi::p2::{DynOutputStream, DynPollable, ReaddirIterator, StreamError as HostStreamError};
@@ -215,6 +218,24 @@ pub fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
                 state.listings.total += bytes;
             }
             Ok((answer,))
+        },
+    )?;
+    replace(
+        linker,
+        "wasi:filesystem/types",
+        "[method]directory-entry-stream.read-directory-entry",
+        |mut store, (stream,): (Resource<ReaddirIterator>,)| {
+            let mut view = store.data_mut().filesystem();
+            loop {
+                let read =
+                    HostDirectoryEntryStream::read_directory_entry(&mut view, Resource::new_borrow(stream.rep()));
+                let answer = match read {
+                    Ok(Some(entry)) if is_write_temporary(entry.name.as_bytes()) => continue,
+                    Ok(entry) => Ok(entry),
+                    Err(err) => Err(fs_types::Host::convert_error_code(&mut view, err)?),
+                };
+                return Ok((answer,));
+            }
         },
     )
 }

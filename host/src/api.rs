@@ -143,6 +143,9 @@ impl HostBuilder {
     /// left out with a warning ([`Host::warnings`]); a config or agent that
     /// cannot be used is an error.
     pub fn build(self) -> Result<Host> {
+        // What hosts killed earlier left in the temp directory (and the
+        // write temporaries their journals name) goes at the next start.
+        crate::scratch::sweep_soon(&std::env::temp_dir());
         let engine = match self.engine {
             Some(engine) => engine,
             None => match self.state_dir {

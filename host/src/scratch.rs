@@ -5,6 +5,11 @@
 //! could (`kill -9`, an iota child stopped by its parent's timeout, the
 //! machine's OOM killer), by the next host that looks.
 //!
+//! The directory also keeps the session's journal of write temporaries
+//! (`writes`, beside the subdirectories, so no sandboxed command sees it):
+//! each name a write is about to make in the project, so that a host killed
+//! between making and renaming one leaves nothing the sweep does not find.
+//!
 //! How a host knows a directory is abandoned: its maker holds an exclusive
 //! `flock` on the `.owner` file in it for as long as it lives, and the
 //! kernel lets go of the lock when the process dies, however it dies. A
@@ -13,7 +18,9 @@
 //! sweep sees one half made.
 
 use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
+use std::ffi::OsStr;
 use std::fs::File;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -24,10 +31,18 @@ const PREFIX: &str = "iota-";
 /// The file whose lock says the directory's maker lives.
 const OWNER: &str = ".owner";
 
+/// The journal of write temporaries: absolute paths, each ended by a NUL.
+const JOURNAL: &str = "writes";
+
+/// The most of a journal a sweep reads: a long session's worth of writes.
+const MAX_JOURNAL: u64 = 64 << 20;
+
 /// One session's scratch directory, removed when dropped.
 #[derive(Debug)]
 pub struct Scratch {
     base: PathBuf,
+    /// The journal, opened on the first note.
+    journal: Mutex<Option<File>>,
     /// Holds the lock; closed (released) after the directory is gone.
     _owner: File,
 }
@@ -51,6 +66,7 @@ impl Scratch {
             std::fs::rename(&staging, &base)?;
             Ok(Scratch {
                 base,
+                journal: Mutex::new(None),
                 _owner: File::from(owner),
             })
         })();
@@ -75,6 +91,77 @@ impl Scratch {
             _ => Ok(dir),
         }
     }
+}
+
+impl Scratch {
+    /// Adds `path` (a write's temporary, about to be made) to the journal.
+    pub fn note_temporary(&self, path: &Path) -> std::io::Result<()> {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut journal = self.journal.lock().unwrap_or_else(|e| e.into_inner());
+        if journal.is_none() {
+            let file = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .mode(0o600)
+                .custom_flags(nofollow())
+                .open(self.base.join(JOURNAL))?;
+            *journal = Some(file);
+        }
+        let mut entry = path.as_os_str().as_encoded_bytes().to_vec();
+        entry.push(0);
+        journal.as_mut().map_or(Ok(()), |file| file.write_all(&entry))
+    }
+}
+
+/// `O_NOFOLLOW`, for std's `OpenOptions`.
+fn nofollow() -> i32 {
+    OFlags::NOFOLLOW.bits() as i32
+}
+
+/// Removes the write temporaries a dead session's journal `journal` names
+/// that are still there: each opened beneath `/` with no link followed on
+/// the way, and removed only when its name is a write temporary's and it
+/// is a regular file of this user's. How many were removed.
+fn sweep_journal(journal: &Path) -> usize {
+    use std::io::Read;
+    let mut text = Vec::new();
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let Ok(fd) = rustix::fs::open(journal, flags, Mode::empty()) else {
+        return 0;
+    };
+    if File::from(fd).take(MAX_JOURNAL).read_to_end(&mut text).is_err() {
+        return 0;
+    }
+    let uid = rustix::process::geteuid().as_raw();
+    let mut removed = 0;
+    for entry in text.split(|b| *b == 0).filter(|e| !e.is_empty()) {
+        let path = Path::new(OsStr::from_bytes(entry));
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            continue;
+        };
+        if !path.is_absolute() || !crate::caps::writes::is_write_temporary(name.as_bytes()) {
+            continue;
+        }
+        let how = rustix::fs::ResolveFlags::NO_SYMLINKS | rustix::fs::ResolveFlags::NO_MAGICLINKS;
+        let opened = rustix::fs::openat2(
+            rustix::fs::CWD,
+            dir,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+            how,
+        );
+        let Ok(dir) = opened else {
+            continue;
+        };
+        let ours = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
+            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile && st.st_uid == uid
+        });
+        if ours && rustix::fs::unlinkat(&dir, name, AtFlags::empty()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 impl Drop for Scratch {
@@ -161,10 +248,11 @@ pub fn sweep(temp: &Path) -> usize {
         let Ok(owner) = rustix::fs::open(path.join(OWNER), flags, Mode::empty()) else {
             continue;
         };
-        if rustix::fs::flock(&owner, FlockOperation::NonBlockingLockExclusive).is_ok()
-            && std::fs::remove_dir_all(&path).is_ok()
-        {
-            removed += 1;
+        if rustix::fs::flock(&owner, FlockOperation::NonBlockingLockExclusive).is_ok() {
+            sweep_journal(&path.join(JOURNAL));
+            if std::fs::remove_dir_all(&path).is_ok() {
+                removed += 1;
+            }
         }
     }
     removed
@@ -250,5 +338,62 @@ mod tests {
         assert!(tmp.join("x").exists(), "held: not swept");
         drop(scratch);
         assert!(!base.exists());
+    }
+
+    #[test]
+    fn a_dead_sessions_journal_sweeps_its_temporaries_and_nothing_else() {
+        let temp = tempfile::tempdir().unwrap();
+        let project = temp.path().join("project");
+        std::fs::create_dir_all(project.join("sub")).unwrap();
+        let token = "0123456789abcdef0123456789abcdef";
+        let left = project.join(format!("sub/.a.txt.iota-{token}.tmp"));
+        std::fs::write(&left, "half").unwrap();
+        // Named in the journal but not a write's temporary: kept.
+        let theirs = project.join("sub/a.txt");
+        std::fs::write(&theirs, "the user's").unwrap();
+        // A temporary's name reached through a link on the way: kept.
+        let elsewhere = temp.path().join("elsewhere");
+        std::fs::create_dir(&elsewhere).unwrap();
+        let behind = elsewhere.join(format!(".b.txt.iota-{token}.tmp"));
+        std::fs::write(&behind, "not through a link").unwrap();
+        std::os::unix::fs::symlink(&elsewhere, project.join("link")).unwrap();
+        // A directory named like one: kept.
+        let dir_named = project.join(format!(".c.iota-{token}.tmp"));
+        std::fs::create_dir(&dir_named).unwrap();
+
+        let dead = temp.path().join("iota-dead");
+        std::fs::create_dir(&dead).unwrap();
+        std::fs::write(dead.join(OWNER), "").unwrap();
+        let mut journal = Vec::new();
+        for path in [
+            left.clone(),
+            theirs.clone(),
+            project.join(format!("link/.b.txt.iota-{token}.tmp")),
+            dir_named.clone(),
+            project.join(format!("gone/.d.iota-{token}.tmp")),
+        ] {
+            journal.extend_from_slice(path.as_os_str().as_encoded_bytes());
+            journal.push(0);
+        }
+        journal.extend_from_slice(b"relative/.e.iota-0123456789abcdef0123456789abcdef.tmp\0");
+        std::fs::write(dead.join(JOURNAL), journal).unwrap();
+
+        assert_eq!(sweep(temp.path()), 1);
+        assert!(!dead.exists());
+        assert!(!left.exists(), "the dead session's temporary is gone");
+        assert!(theirs.exists() && behind.exists() && dir_named.exists());
+    }
+
+    #[test]
+    fn a_living_session_notes_its_temporaries_out_of_the_sandboxes_sight() {
+        let scratch = Scratch::create().unwrap();
+        scratch.note_temporary(Path::new("/x/.a.iota-0.tmp")).unwrap();
+        scratch.note_temporary(Path::new("/y/.b.iota-1.tmp")).unwrap();
+        let journal = std::fs::read(scratch.path().join(JOURNAL)).unwrap();
+        assert_eq!(journal, b"/x/.a.iota-0.tmp\0/y/.b.iota-1.tmp\0");
+        // Not inside what a sandbox is shown (its /tmp, its job logs).
+        for shown in ["tmp", "jobs"] {
+            assert!(!scratch.subdir(shown).unwrap().join(JOURNAL).exists());
+        }
     }
 }

@@ -177,11 +177,29 @@ impl Session {
     }
 
     fn scratch_subdir(&self, name: &str) -> std::io::Result<PathBuf> {
+        self.with_scratch(|scratch| scratch.subdir(name))
+    }
+
+    /// `f` on the session's scratch directory, made on first use.
+    fn with_scratch<T>(&self, f: impl FnOnce(&crate::scratch::Scratch) -> std::io::Result<T>) -> std::io::Result<T> {
         let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         if scratch.is_none() {
             *scratch = Some(crate::scratch::Scratch::create()?);
         }
-        scratch.as_ref().map_or_else(|| unreachable!(), |s| s.subdir(name))
+        scratch.as_ref().map_or_else(|| unreachable!(), f)
+    }
+
+    /// Notes in the session's journal (`scratch.rs`) that a write is about
+    /// to make `temporary` in `dir`: should the host be killed before the
+    /// name is gone, the next host removes it. A journal that cannot be
+    /// kept does not stop the write (the name is still hidden from every
+    /// listing, and swept by the next write of the file).
+    pub fn note_temporary(&self, dir: std::os::fd::BorrowedFd<'_>, temporary: &std::ffi::OsStr) {
+        use std::os::fd::AsRawFd;
+        let Ok(dir) = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd())) else {
+            return;
+        };
+        let _ = self.with_scratch(|scratch| scratch.note_temporary(&dir.join(temporary)));
     }
 
     /// `paths` (relative to `project`'s root) made to exist for the

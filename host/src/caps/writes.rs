@@ -274,7 +274,11 @@ impl HeldWrite {
     /// (a file that appeared meanwhile is never replaced), by a rename over
     /// it otherwise (which replaces a link put there since, never follows
     /// it). A new file gets 0644 less the umask, a replaced one its mode.
-    pub fn replace(&self, content: &[u8], expect: Option<Version>) -> Result<Version, WriteError> {
+    ///
+    /// `note` hears of each temporary name before it is made (the
+    /// session's journal, `scratch.rs`), so what a host killed between
+    /// making and renaming it leaves is removed by the next one.
+    pub fn replace(&self, content: &[u8], expect: Option<Version>, note: Note<'_>) -> Result<Version, WriteError> {
         let mut created: Option<OwnedFd> = None;
         for name in &self.missing {
             let here = created.as_ref().map_or(self.dir.as_fd(), AsFd::as_fd);
@@ -308,7 +312,7 @@ impl HeldWrite {
             (Ok(_), _) | (Err(Errno::NOENT), Some(_)) => return Err(WriteError::Changed),
             (Err(e), _) => return Err(e.into()),
         };
-        let mut new = NewFile::create(dir, &self.name, mode)?;
+        let mut new = NewFile::create(dir, &self.name, mode, note)?;
         new.file.write_all(content)?;
         if let Some(mode) = mode {
             // The umask narrowed the mode the file was made with.
@@ -318,7 +322,7 @@ impl HeldWrite {
         // keeps what the answer says was written.
         new.file.sync_all()?;
         let meta = new.file.metadata()?;
-        new.link(dir, &self.name, mode.is_some())?;
+        new.link(dir, &self.name, mode.is_some(), note)?;
         self.wrote.store(true, std::sync::atomic::Ordering::Release);
         // The new name durable too; the file is in place whatever this says.
         let _ = rustix::fs::fsync(dir);
@@ -382,6 +386,14 @@ fn in_words(e: &std::io::Error) -> String {
     format!("{why}; nothing was written")
 }
 
+/// Told of a write's temporary name (in the directory given) before it is
+/// made.
+pub type Note<'a> = &'a dyn Fn(BorrowedFd<'_>, &OsStr);
+
+/// A [`Note`] that keeps nothing (tests, and hosts without a session).
+#[cfg(test)]
+const UNNOTED: Note<'static> = &|_, _| {};
+
 /// A file being written, not yet under its name.
 struct NewFile {
     file: std::fs::File,
@@ -393,7 +405,7 @@ struct NewFile {
 impl NewFile {
     /// An unnamed file in `dir`, or else one under an unpredictable
     /// temporary name, created exclusively.
-    fn create(dir: BorrowedFd<'_>, name: &OsStr, mode: Option<Mode>) -> Result<NewFile, WriteError> {
+    fn create(dir: BorrowedFd<'_>, name: &OsStr, mode: Option<Mode>, note: Note<'_>) -> Result<NewFile, WriteError> {
         let mode = mode.unwrap_or(Mode::from_raw_mode(0o644));
         let unnamed = OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC;
         // An unnamed file is linked in through /proc (`AT_EMPTY_PATH` needs
@@ -415,6 +427,7 @@ impl NewFile {
             Err(e) => return Err(e.into()),
         }
         let named = temporary_name(name);
+        note(dir, &named);
         let flags = OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
         let fd = rustix::fs::openat(dir, &named, flags, mode)?;
         Ok(NewFile {
@@ -425,7 +438,7 @@ impl NewFile {
 
     /// Puts the file under `name` in `dir`: over what is there when
     /// `replacing`, else only where nothing is.
-    fn link(self, dir: BorrowedFd<'_>, name: &OsStr, replacing: bool) -> Result<(), WriteError> {
+    fn link(self, dir: BorrowedFd<'_>, name: &OsStr, replacing: bool, note: Note<'_>) -> Result<(), WriteError> {
         let exists = |e: Errno| {
             if e == Errno::EXIST {
                 WriteError::Changed
@@ -441,6 +454,7 @@ impl NewFile {
                         .map_err(exists);
                 }
                 let temporary = temporary_name(name);
+                note(dir, &temporary);
                 rustix::fs::linkat(CWD, proc_path.as_str(), dir, &temporary, AtFlags::SYMLINK_FOLLOW)?;
                 rename_into_place(dir, &temporary, name)
             }
@@ -704,7 +718,9 @@ impl Host for CallState {
         let CallWrite::Held { file, decided: true } = &self.write else {
             return Err(self.write.file().err().unwrap_or(Refusal::NotApproved));
         };
-        file.replace(&content, expect).map_err(Refusal::from)
+        let session = &self.session;
+        let note = |dir: BorrowedFd<'_>, temporary: &OsStr| session.note_temporary(dir, temporary);
+        file.replace(&content, expect, &note).map_err(Refusal::from)
     }
 }
 
@@ -808,7 +824,7 @@ mod tests {
         assert!(!held.protected);
         std::fs::rename(root.join("d"), root.join("d-real")).unwrap();
         symlink(".git", root.join("d")).unwrap();
-        held.replace(b"planted?", None).unwrap();
+        held.replace(b"planted?", None, UNNOTED).unwrap();
         assert!(!root.join(".git/config").exists());
         assert_eq!(std::fs::read(root.join("d-real/config")).unwrap(), b"planted?");
     }
@@ -817,11 +833,14 @@ mod tests {
     fn missing_directories_are_made_and_a_link_planted_among_them_is_refused() {
         let (_dir, root) = project();
         let held = HeldWrite::resolve(&pinned(&root), "a/b/c.txt").unwrap();
-        held.replace(b"one", None).unwrap();
+        held.replace(b"one", None, UNNOTED).unwrap();
         assert_eq!(std::fs::read(root.join("a/b/c.txt")).unwrap(), b"one");
         let planted = HeldWrite::resolve(&pinned(&root), "x/y/z.txt").unwrap();
         symlink(".git", root.join("x")).unwrap();
-        assert!(matches!(planted.replace(b"two", None), Err(WriteError::PathChanged)));
+        assert!(matches!(
+            planted.replace(b"two", None, UNNOTED),
+            Err(WriteError::PathChanged)
+        ));
         assert!(!root.join(".git/y").exists());
     }
 
@@ -836,15 +855,18 @@ mod tests {
         let now = held.read(100).unwrap().unwrap();
         assert_eq!(now.data.as_deref(), Some(&b"old"[..]));
         assert!(
-            matches!(held.replace(b"new", None), Err(WriteError::Changed)),
+            matches!(held.replace(b"new", None, UNNOTED), Err(WriteError::Changed)),
             "it exists"
         );
         let stale = Version {
             size: 3,
             modified_ns: now.version.modified_ns + 1,
         };
-        assert!(matches!(held.replace(b"new", Some(stale)), Err(WriteError::Changed)));
-        let written = held.replace(b"newer", Some(now.version)).unwrap();
+        assert!(matches!(
+            held.replace(b"new", Some(stale), UNNOTED),
+            Err(WriteError::Changed)
+        ));
+        let written = held.replace(b"newer", Some(now.version), UNNOTED).unwrap();
         assert_eq!(written.size, 5);
         assert_eq!(std::fs::read(&path).unwrap(), b"newer");
         assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o755);
@@ -869,7 +891,7 @@ mod tests {
         assert!(!held.protected, "no HEAD yet: not a repository");
         std::fs::write(root.join("x/HEAD"), "ref: refs/heads/main\n").unwrap();
         assert!(matches!(
-            held.replace(b"[core]", None),
+            held.replace(b"[core]", None, UNNOTED),
             Err(WriteError::BecameProtected)
         ));
         assert!(!root.join("x/config").exists());
@@ -915,7 +937,7 @@ mod tests {
             .unwrap();
         let held = HeldWrite::resolve(&pinned(&root), "a.txt").unwrap();
         let version = held.read(100).unwrap().unwrap().version;
-        held.replace(b"new", Some(version)).unwrap();
+        held.replace(b"new", Some(version), UNNOTED).unwrap();
         assert!(!left.exists(), "a stale one is removed");
         assert!(young.exists(), "one that may be another write's own is kept");
     }
@@ -929,7 +951,10 @@ mod tests {
         std::fs::remove_file(root.join("a.txt")).unwrap();
         symlink(".git/config", root.join("a.txt")).unwrap();
         assert_eq!(held.read(100).unwrap_err(), Unresolved::NotRegular);
-        assert!(matches!(held.replace(b"x", Some(version)), Err(WriteError::Changed)));
+        assert!(matches!(
+            held.replace(b"x", Some(version), UNNOTED),
+            Err(WriteError::Changed)
+        ));
         assert!(!root.join(".git/config").exists());
     }
 }

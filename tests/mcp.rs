@@ -162,6 +162,14 @@ impl Raw {
     }
 }
 
+impl Raw {
+    /// Kills the server as `kill -9` would, and reaps it.
+    pub(crate) fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 impl Drop for Raw {
     fn drop(&mut self) {
         let _ = self.child.kill();

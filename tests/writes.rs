@@ -319,3 +319,43 @@ fn a_writes_temporary_file_is_never_listed_found_or_searched() {
     let theirs = p.call("grep", json!({"pattern": "needle"}));
     assert!(theirs.text.contains(".notes.iota-draft.tmp"), "{}", theirs.text);
 }
+
+#[test]
+fn hosts_killed_while_writing_leave_nothing_in_the_project_after_the_next_start() {
+    let p = Project::new().auto_write();
+    let big = "x".repeat(1 << 20);
+    for trial in 0..5 {
+        let mut raw = crate::mcp::Raw::start(&p);
+        for i in 0..40 {
+            // A file's first write creates it, the next ones replace it.
+            let args = json!({"path": format!("t{trial}/f{}.txt", i % 4), "content": format!("{trial} {i} {big}")});
+            raw.send(
+                &json!({"jsonrpc": "2.0", "id": 10 + i, "method": "tools/call", "params": {"name": "write_file", "arguments": args}})
+                    .to_string(),
+            );
+        }
+        // Killed mid-stream, at a different point each time.
+        std::thread::sleep(std::time::Duration::from_millis(30 + 40 * trial));
+        raw.kill();
+    }
+    // The next host starts (and runs nothing that writes).
+    assert!(!p.call("list_dir", json!({})).is_error);
+    let left: Vec<String> = snapshot(p.root())
+        .into_iter()
+        .map(|(name, _)| name)
+        .filter(|name| name.contains(".iota-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    // Every file there is whole: one write's content, never part of one.
+    let files = snapshot(p.root());
+    assert!(
+        files.iter().any(|(name, _)| name.ends_with(".txt")),
+        "the hosts wrote before they were killed"
+    );
+    for (name, content) in files {
+        assert!(
+            name.ends_with('/') || content.ends_with(big.as_bytes()),
+            "{name} is cut short"
+        );
+    }
+}

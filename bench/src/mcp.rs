@@ -191,6 +191,18 @@ struct Load {
     per_second: f64,
     p50: Duration,
     p99: Duration,
+    /// The server's CPU time (user and system) per call.
+    cpu_per_call: Duration,
+}
+
+/// CPU time (user + system) process `pid` has used so far.
+fn cpu_time(pid: u32) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
+    let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+    let ticks: u64 = rest.split_whitespace().skip(11).take(2).filter_map(|t| t.parse::<u64>().ok()).sum();
+    let per_second = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100) as u64;
+    Duration::from_secs_f64(ticks as f64 / per_second as f64)
 }
 
 /// Keeps `in_flight` requests outstanding on `server` (stdio, handshake era)
@@ -246,6 +258,7 @@ fn load(server: Command, in_flight: u64, call: &dyn Fn(u64) -> (String, String))
         }
     }
     let took = started.elapsed();
+    let cpu = cpu_time(session.child.id());
     drop(session);
     let _ = reader.join();
     latencies.sort();
@@ -254,6 +267,7 @@ fn load(server: Command, in_flight: u64, call: &dyn Fn(u64) -> (String, String))
         per_second: LOAD_CALLS as f64 / took.as_secs_f64(),
         p50: at(50),
         p99: at(99),
+        cpu_per_call: cpu / LOAD_CALLS as u32,
     }
 }
 
@@ -284,9 +298,9 @@ fn concurrency(report: &mut Report, iota_host: &Path, root: &Path, peer: &Path) 
         ),
     };
     report.line(format!(
-        "\n## serve: calls in flight on one connection\n\n{LOAD_CALLS} calls per row, the client keeping N requests outstanding (a reply lets the next go). `read_file` of a 6-byte file beside the reference server; then a mix of glob, grep, read_file, list_dir and write_file (each to its own file), where every write runs alone and in arrival order. One run.\n"
+        "\n## serve: calls in flight on one connection\n\n{LOAD_CALLS} calls per row, the client keeping N requests outstanding (a reply lets the next go). `read_file` of a 6-byte file beside the reference server; then a mix of glob, grep, read_file, list_dir and write_file (each to its own file), where every write runs alone and in arrival order. The server's CPU per call shows whether waiting costs anything (a spinning wait would grow it with the load). One run.\n"
     ));
-    report.line("| in flight | read_file calls/s | p50 | p99 | reference calls/s | p99 | ratio | mixed calls/s | p50 | p99 |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    report.line("| in flight | read_file calls/s | p50 | p99 | CPU/call | reference calls/s | p99 | ratio | mixed calls/s | p50 | p99 | CPU/call |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let ms = |d: Duration| format!("{:.1} ms", d.as_secs_f64() * 1000.0);
     for in_flight in [1, 16, 64, 500] {
         let reads = load(ours(), in_flight, &read);
@@ -307,14 +321,17 @@ fn concurrency(report: &mut Report, iota_host: &Path, root: &Path, peer: &Path) 
                         format!("{:.2}x", reads.per_second / r.per_second),
                     )
                 });
+        let us = |d: Duration| format!("{:.0} µs", d.as_secs_f64() * 1e6);
         report.line(format!(
-            "| {in_flight} | {:.0} | {} | {} | {ref_rate} | {ref_p99} | {ratio} | {:.0} | {} | {} |",
+            "| {in_flight} | {:.0} | {} | {} | {} | {ref_rate} | {ref_p99} | {ratio} | {:.0} | {} | {} | {} |",
             reads.per_second,
             ms(reads.p50),
             ms(reads.p99),
+            us(reads.cpu_per_call),
             mix.per_second,
             ms(mix.p50),
-            ms(mix.p99)
+            ms(mix.p99),
+            us(mix.cpu_per_call)
         ));
     }
 }

@@ -7,7 +7,7 @@
 
 use crate::support;
 
-use iota_host::internals::{SimpleCommand, iota_call};
+use iota_host::internals::{Open, Redirection, SimpleCommand, iota_call, redirections_allowed};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -298,9 +298,33 @@ fn every_line_the_parser_lets_out_runs_exactly_the_binary_with_its_words() {
         if !seen.insert(line.clone()) {
             continue;
         }
-        let Some(SimpleCommand { words, .. }) = iota_call(&line, Some(&running), &dir_path, Some(&path_var)) else {
+        let Some(SimpleCommand { words, redirections }) = iota_call(&line, Some(&running), &dir_path, Some(&path_var))
+        else {
             continue;
         };
+        // A target outside the directory keeps the line in the sandbox.
+        if !redirections_allowed(&redirections, &dir_path, &dir_path) {
+            continue;
+        }
+        // An input that is not there ends the line before anything runs, in
+        // bash as in the host.
+        let runs = redirections.iter().all(|r| match r {
+            Redirection::File {
+                target,
+                open: Open::Read,
+                ..
+            } => dir_path.join(target).exists(),
+            _ => true,
+        });
+        // The files the line's redirections name may appear; nothing else may.
+        // (Only names in the directory: `/dev/null` is a target too.)
+        let targets: Vec<String> = redirections
+            .iter()
+            .filter_map(|r| match r {
+                Redirection::File { target, .. } if !target.contains('/') => Some(target.clone()),
+                _ => None,
+            })
+            .collect();
         accepted += 1;
         let (execs, forks) = executed(&dir_path, &line);
         let ran_stub = execs.len() == 1
@@ -308,11 +332,16 @@ fn every_line_the_parser_lets_out_runs_exactly_the_binary_with_its_words() {
                 .is_ok_and(|p| p == running);
         let same_words =
             execs.len() == 1 && execs[0].1 == words.iter().map(|w| w.as_bytes().to_vec()).collect::<Vec<_>>();
+        let expected = |name: &str| ["iota-stub", "home", "trace"].contains(&name) || targets.iter().any(|t| t == name);
         let stray = std::fs::read_dir(&dir_path)
             .unwrap()
             .flatten()
-            .any(|e| !["iota-stub", "home", "trace"].contains(&e.file_name().to_str().unwrap_or("")));
-        if !ran_stub || !same_words || forks > 1 || stray {
+            .any(|e| !expected(e.file_name().to_str().unwrap_or("")));
+        for target in &targets {
+            let _ = std::fs::remove_file(dir_path.join(target));
+        }
+        let ran_as_expected = if runs { ran_stub && same_words } else { execs.is_empty() };
+        if !ran_as_expected || forks > 1 || stray {
             disagreements.push(format!(
                 "{line:?}: parser {words:?}; bash ran {:?} with {forks} fork(s)",
                 execs
@@ -339,4 +368,158 @@ fn every_line_the_parser_lets_out_runs_exactly_the_binary_with_its_words() {
     );
     assert!(accepted >= 1000, "the grammar reaches bash often enough ({accepted})");
     assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
+}
+
+/// The files of `dir`, below it, with their contents and modes.
+fn tree(dir: &Path) -> Vec<(String, Vec<u8>, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(at) = pending.pop() {
+        for entry in std::fs::read_dir(&at).unwrap().flatten() {
+            let path = entry.path();
+            let name = path.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                pending.push(path);
+                out.push((name + "/", Vec::new(), meta.permissions().mode()));
+            } else {
+                out.push((name, std::fs::read(&path).unwrap(), meta.permissions().mode()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// `files` with what the shell itself says of a failed redirection (bash:
+/// `/usr/bin/bash: line 1: TARGET: reason`; the host: `iota-host: TARGET:
+/// reason`) cut to the part after the name, which must be the same.
+fn said_by_the_shell(files: Vec<(String, Vec<u8>, u32)>, marker: &str) -> Vec<(String, String, u32)> {
+    files
+        .into_iter()
+        .map(|(name, content, mode)| {
+            let text = String::from_utf8_lossy(&content)
+                .lines()
+                .map(|line| {
+                    line.find(marker)
+                        .map_or(line, |at| &line[at + marker.len()..])
+                        .to_string()
+                        + "\n"
+                })
+                .collect();
+            (name, text, mode)
+        })
+        .collect()
+}
+
+/// One case's directory, the same on both sides: an input, an old file to
+/// truncate or append to, a subdirectory.
+fn case_dir(dir: &Path) {
+    std::fs::create_dir_all(dir.join("sub")).unwrap();
+    std::fs::write(dir.join("in.txt"), "input\n").unwrap();
+    std::fs::write(dir.join("old.txt"), "old\n").unwrap();
+}
+
+/// Redirections the differential combines: files new and old, truncated and
+/// appended, both streams, dups before and after, a missing input, a
+/// missing directory, `/dev/null`.
+const FILE_REDIRECTIONS: &[&str] = &[
+    ">o1",
+    ">>o1",
+    "> o2",
+    "1>o3",
+    "2>e1",
+    "2>>e1",
+    "&>b",
+    "&>>b",
+    "2>&1",
+    ">&2",
+    "1>&2",
+    "<in.txt",
+    "< missing",
+    ">sub/o4",
+    ">nosuch/o5",
+    ">old.txt",
+    ">>old.txt",
+    "&>>old.txt",
+    "2>/dev/null",
+    "&>/dev/null",
+    "> 'quoted name'",
+];
+
+#[test]
+fn redirections_the_host_performs_leave_the_files_bash_leaves() {
+    if !support::sandbox_works() {
+        return;
+    }
+    // Lines of the binary itself, writing to stdout (--version) or stderr (a
+    // flag it refuses), with one to three redirections.
+    let mut rng = Rng(0x0ed1_7ec7_1035_0002);
+    let mut lines = Vec::new();
+    for program in ["--version", "--no-such-flag"] {
+        for r in FILE_REDIRECTIONS {
+            lines.push(format!("{} {program} {r}", support::BIN));
+        }
+    }
+    while lines.len() < 240 {
+        let program = rng.pick(&["--version", "--no-such-flag"]);
+        let mut line = format!("{} {program}", support::BIN);
+        for _ in 0..2 + rng.below(2) {
+            line.push(' ');
+            line.push_str(rng.pick(FILE_REDIRECTIONS));
+        }
+        lines.push(line);
+    }
+    let bash_side = tempfile::tempdir().unwrap();
+    let p = support::Project::new().config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n");
+    let calls: Vec<(&str, serde_json::Value)> = lines
+        .iter()
+        .enumerate()
+        .map(|(i, line)| {
+            case_dir(&bash_side.path().join(format!("c{i}")));
+            case_dir(&p.path(&format!("c{i}")));
+            ("shell", serde_json::json!({"command": line, "cwd": format!("c{i}")}))
+        })
+        .collect();
+    let mut bash_said = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let out = Command::new(tool("bash"))
+            .args(["-c", &format!("({line}) 2>&1")])
+            .current_dir(bash_side.path().join(format!("c{i}")))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        bash_said.push(String::from_utf8_lossy(&out.stdout).into_owned());
+    }
+    let results = p.calls(&calls);
+    let version = format!("iota-host {}", env!("CARGO_PKG_VERSION"));
+    for (i, (line, result)) in lines.iter().zip(&results).enumerate() {
+        assert!(
+            result.header.ends_with("(outside the sandbox)"),
+            "{line}: not run by the host itself: {}",
+            result.header
+        );
+        let case = format!("c{i}");
+        assert_eq!(
+            said_by_the_shell(tree(&p.path(&case)), "iota-host: "),
+            said_by_the_shell(tree(&bash_side.path().join(&case)), "bash: line 1: "),
+            "{line}: the files differ from bash's"
+        );
+        // What reaches the call's output is what reached bash's terminal.
+        assert_eq!(
+            result.text.contains(&version),
+            bash_said[i].contains(&version),
+            "{line}: host said {:?}, bash {:?}",
+            result.text,
+            bash_said[i]
+        );
+        assert_eq!(
+            result.text.contains("--no-such-flag"),
+            bash_said[i].contains("--no-such-flag"),
+            "{line}: host said {:?}, bash {:?}",
+            result.text,
+            bash_said[i]
+        );
+    }
 }

@@ -339,3 +339,60 @@ fn ctrl_c_cancels_the_running_command_and_leaves_nothing_behind() {
     assert_eq!(v["is_error"], true);
     support::eventually("the command is gone", || processes_matching(&marker).is_empty());
 }
+
+#[test]
+fn an_iota_lines_redirections_stay_beneath_the_root_or_keep_it_in_the_sandbox() {
+    if !support::sandbox_works() {
+        return;
+    }
+    let p = Project::new()
+        .config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n")
+        .with_private_cache();
+    let outside = support::visible_outside_dir();
+    let victim = outside.path().join("victim.txt");
+    std::fs::write(&victim, "untouched\n").unwrap();
+    std::os::unix::fs::symlink(&victim, p.path("out.txt")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), p.path("d")).unwrap();
+    std::fs::create_dir_all(p.path(".git/hooks")).unwrap();
+    // The spec's three lines, performed by the host: the files as bash makes them.
+    p.write("in.txt", "input\n");
+    let version = format!("iota-host {}", env!("CARGO_PKG_VERSION"));
+    let rs = p.calls(&[
+        ("shell", json!({"command": format!("{BIN} --version > made.txt")})),
+        (
+            "shell",
+            json!({"command": format!("{BIN} --version 2>&1 >> log.txt < in.txt")}),
+        ),
+        ("shell", json!({"command": format!("{BIN} --version &> both.txt")})),
+    ]);
+    for r in &rs {
+        assert!(r.header.ends_with("(outside the sandbox)"), "{}", r.header);
+        assert!(!r.is_error, "{}", r.text);
+    }
+    for file in ["made.txt", "log.txt", "both.txt"] {
+        assert_eq!(p.read(file), format!("{version}\n").as_bytes(), "{file}");
+    }
+    // A link at the target or on the way, a target above the root, a
+    // repository's own files: in the sandbox, where nothing outside is written.
+    let escapes = [
+        format!("{BIN} --version > out.txt"),
+        format!("{BIN} --version >> d/new.txt"),
+        format!("{BIN} --version > ../escape.txt"),
+        format!("{BIN} --version > {}", outside.path().join("abs.txt").display()),
+        format!("{BIN} --version > .git/hooks/pre-commit"),
+        format!("{BIN} --version < out.txt"),
+    ];
+    for line in &escapes {
+        let r = p.call("shell", json!({"command": line}));
+        assert!(!r.header.contains("outside the sandbox"), "{line}: {}", r.header);
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "untouched\n");
+    let left: Vec<_> = std::fs::read_dir(outside.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left, ["victim.txt"]);
+    assert!(!p.path("../escape.txt").exists());
+    assert!(!p.path(".git/hooks/pre-commit").exists());
+}

@@ -200,8 +200,16 @@ fn cpu_time(pid: u32) -> Duration {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     // Fields after the command's closing parenthesis; utime and stime are the 12th and 13th.
     let rest = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
-    let ticks: u64 = rest.split_whitespace().skip(11).take(2).filter_map(|t| t.parse::<u64>().ok()).sum();
-    let per_second = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100) as u64;
+    let ticks: u64 = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|t| t.parse::<u64>().ok())
+        .sum();
+    let per_second = nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK)
+        .ok()
+        .flatten()
+        .unwrap_or(100) as u64;
     Duration::from_secs_f64(ticks as f64 / per_second as f64)
 }
 

@@ -494,6 +494,15 @@ impl HostSession {
         })
     }
 
+    /// Whether deciding if `tool` may run in parallel looks at the machine
+    /// (the shell's regime), so an async front end decides it off the reactor.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn parallel_looks_at_the_machine(&self, tool: &str) -> bool {
+        self.tools
+            .find(tool)
+            .is_some_and(|(set, _)| set.approval_looks_at_the_machine())
+    }
+
     /// Whether a call may run beside others (decided before its turn).
     pub(crate) fn may_run_in_parallel(&self, tool: &str, args: &str) -> bool {
         let call = Call {

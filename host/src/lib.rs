@@ -77,10 +77,17 @@ pub mod internals {
         table as credentials_table,
     };
     pub use crate::shell::home::{TOOLCHAINS as HOME_TOOLCHAINS, table as toolchains_table};
-    pub use crate::shell::iota::{SimpleCommand, iota_call};
+    pub use crate::shell::iota::{Open, Redirection, SimpleCommand, iota_call};
     pub use crate::shell::sandbox::{Policy, bwrap_args, find_on_path, probe};
     pub use crate::shell::seccomp::filter_fds;
     pub use crate::toolset::{Decided, Toolset};
+
+    /// Whether an iota line's `redirections`, made in `cwd`, may run outside
+    /// the sandbox of the project at `root` (`shell/redirect.rs`).
+    pub fn redirections_allowed(redirections: &[Redirection], root: &std::path::Path, cwd: &std::path::Path) -> bool {
+        crate::project::ProjectRoot::open(root)
+            .is_ok_and(|root| crate::shell::redirect::allowed(redirections, &root, cwd))
+    }
 
     /// Worker tasks `session`'s calls have submitted so far.
     pub fn worker_tasks(session: &crate::HostSession) -> u64 {

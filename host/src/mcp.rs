@@ -268,10 +268,16 @@ impl ServerHandler for McpServer {
         // client): keep them off the reactor. The wait for the call's turn
         // stays on it, holding no thread (`admission.rs`).
         let waited = async {
-            let session = self.session.clone();
-            let (tool, args) = (name.clone(), args.clone());
-            let parallel = tokio::task::spawn_blocking(move || session.may_run_in_parallel(&tool, &args)).await;
-            queued.turn(parallel.unwrap_or(false)).await
+            let parallel = if self.session.parallel_looks_at_the_machine(&name) {
+                let session = self.session.clone();
+                let (tool, args) = (name.clone(), args.clone());
+                tokio::task::spawn_blocking(move || session.may_run_in_parallel(&tool, &args))
+                    .await
+                    .unwrap_or(false)
+            } else {
+                self.session.may_run_in_parallel(&name, &args)
+            };
+            queued.turn(parallel).await
         };
         let admitted = tokio::select! {
             admitted = waited => admitted,

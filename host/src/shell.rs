@@ -16,6 +16,7 @@ pub mod jobs;
 pub mod output;
 pub mod placeholders;
 pub mod processes;
+pub mod redirect;
 pub mod run;
 pub mod sandbox;
 pub mod seccomp;
@@ -227,8 +228,8 @@ impl ShellToolset {
             cwd,
             std::env::var("PATH").ok().as_deref(),
         ) {
-            Some(command) => Regime::Iota(command),
-            None => Regime::Sandboxed,
+            Some(command) if redirect::allowed(&command.redirections, &self.project, cwd) => Regime::Iota(command),
+            _ => Regime::Sandboxed,
         }
     }
 
@@ -350,13 +351,15 @@ impl ShellToolset {
         env.push((MODEL_ROOT_VAR.into(), self.root.clone().into_os_string()));
         let mut argv = vec![program];
         argv.extend(command.words[1..].iter().map(OsString::from));
+        // Performed now, in bash's order, each file checked again as it is
+        // opened (`redirect.rs`): one that fails ends the call here.
+        let streams = redirect::perform(&command.redirections, &self.project, cwd).map_err(std::io::Error::other)?;
         Ok((
             Launch {
                 argv,
                 arg0: Some(command.words[0].clone().into()),
                 env: Some(env),
-                stdout_null: command.stdout == iota::Stream::Null,
-                stderr_null: command.stderr == iota::Stream::Null,
+                streams,
                 ..Launch::default()
             },
             false,
@@ -1002,6 +1005,11 @@ Never poll a job.",
 }
 
 impl Toolset for ShellToolset {
+    fn approval_looks_at_the_machine(&self) -> bool {
+        // The regime: the cwd, the iota exception's PATH lookup, its targets.
+        true
+    }
+
     fn name(&self) -> &str {
         NAME
     }

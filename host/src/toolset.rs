@@ -30,6 +30,12 @@ pub trait Toolset: Send + Sync {
     fn writes_files(&self) -> bool {
         false
     }
+    /// Whether [`Self::approval`] looks at the machine (files, PATH) for a
+    /// call, rather than at the tool's spec alone: then an async front end
+    /// asks it off the reactor.
+    fn approval_looks_at_the_machine(&self) -> bool {
+        false
+    }
     /// Whether this call needs approval; by default the tool's spec decides.
     fn approval(&self, tool: &str, _args: &str) -> ApprovalRule {
         self.tools()

@@ -8,6 +8,7 @@
 //! everything it started.
 
 use super::output::CappedOutput;
+use super::redirect::Sink;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use std::ffi::OsString;
@@ -129,10 +130,9 @@ pub struct Launch {
     pub arg0: Option<OsString>,
     /// The whole environment; `None` inherits the host's.
     pub env: Option<Vec<(OsString, OsString)>>,
-    /// Whether stdout goes to /dev/null instead of the output.
-    pub stdout_null: bool,
-    /// Whether stderr goes to /dev/null instead of the output.
-    pub stderr_null: bool,
+    /// Where its stdin comes from and its stdout and stderr go (the output
+    /// by default, stdin from /dev/null); an iota line's redirections.
+    pub streams: super::redirect::Streams,
     /// Descriptors the program inherits (bwrap's `--add-seccomp-fd`); closed
     /// in the host once it has started.
     pub inherit: Vec<OwnedFd>,
@@ -208,11 +208,9 @@ impl Running {
         let mut log_file = crate::host_state::create_exclusive(&log)?;
         let argv = &launch.argv;
         let mut command = Command::new(&argv[0]);
-        command
-            .args(&argv[1..])
-            .current_dir(cwd)
-            .stdin(Stdio::null())
-            .process_group(0);
+        command.args(&argv[1..]).current_dir(cwd).process_group(0);
+        let streams = std::mem::take(&mut launch.streams);
+        command.stdin(streams.stdin.map_or_else(Stdio::null, Stdio::from));
         if let Some(arg0) = &launch.arg0 {
             command.arg0(arg0);
         }
@@ -222,16 +220,15 @@ impl Running {
         if !contained {
             command.env(MARKER_VAR, &marker);
         }
-        command.stdout(if launch.stdout_null {
-            Stdio::null()
-        } else {
-            writer.try_clone()?.into()
-        });
-        command.stderr(if launch.stderr_null {
-            Stdio::null()
-        } else {
-            writer.into()
-        });
+        let sink = |sink: Sink| -> std::io::Result<Stdio> {
+            Ok(match sink {
+                Sink::Output => writer.try_clone()?.into(),
+                Sink::File(file) => file.into(),
+            })
+        };
+        command.stdout(sink(streams.stdout)?);
+        command.stderr(sink(streams.stderr)?);
+        drop(writer);
         let inherit: Vec<i32> = launch.inherit.iter().map(|fd| fd.as_raw_fd()).collect();
         let mut processes = launch.processes.take();
         let cgroup_dir = processes.as_ref().and_then(|p| p.dir().map(Path::to_path_buf));

@@ -215,3 +215,61 @@ fn past_the_bound_a_call_is_answered_busy_at_once_and_the_rest_are_answered_righ
     raw.send(&request(1, "read_file", &json!({"path": "marker.txt"})));
     assert_eq!(text(&raw.reply(1)), "     1\tslept");
 }
+
+#[test]
+fn order_holds_however_late_the_server_reads_what_was_sent() {
+    // No clock decides a place: a server stopped for seconds (job control, a
+    // paused container) with pairs queued still runs them in the order sent.
+    let p = Project::new().auto_write();
+    let mut raw = Raw::start(&p);
+    for j in 0..100 {
+        raw.send(&request(
+            100 + 2 * j,
+            "write_file",
+            &json!({"path": "seq.txt", "content": format!("v{j}")}),
+        ));
+        raw.send(&request(101 + 2 * j, "read_file", &json!({"path": "seq.txt"})));
+    }
+    let pid = nix::unistd::Pid::from_raw(raw.pid() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGSTOP).unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGCONT).unwrap();
+    let replies = collect(&raw, 100..300);
+    for j in 0..100 {
+        assert_eq!(text(&replies[&(101 + 2 * j)]), format!("     1\tv{j}"));
+    }
+    assert_eq!(p.read("seq.txt"), b"v99");
+}
+
+#[test]
+fn an_id_in_use_or_one_that_is_no_id_is_refused_with_it_and_the_first_runs() {
+    let p = Project::new().auto_write();
+    let mut raw = Raw::start(&p);
+    // Sent together: the second id 7 while the first is in flight.
+    raw.send(&request(7, "write_file", &json!({"path": "a.txt", "content": "A"})));
+    raw.send(&request(7, "write_file", &json!({"path": "a.txt", "content": "C"})));
+    raw.send(r#"{"jsonrpc":"2.0","id":2.5,"method":"tools/call","params":{"name":"list_dir","arguments":{}}}"#);
+    let mut sevens = Vec::new();
+    let mut refused_float = false;
+    while sevens.len() < 2 || !refused_float {
+        let reply = raw.next_message(|v| v["id"] == 7 || v["id"] == 2.5);
+        if reply["id"] == 2.5 {
+            assert_eq!(reply["error"]["code"], -32600, "{reply}");
+            refused_float = true;
+        } else {
+            sevens.push(reply);
+        }
+    }
+    let refused: Vec<_> = sevens.iter().filter(|r| r.get("error").is_some()).collect();
+    assert_eq!(refused.len(), 1, "{sevens:?}");
+    assert!(
+        refused[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already used by a request in flight")
+    );
+    assert_eq!(p.read("a.txt"), b"A", "the refused request ran nothing");
+    // Answered, the id is free again.
+    raw.send(&request(7, "read_file", &json!({"path": "a.txt"})));
+    assert_eq!(text(&raw.reply(7)), "     1\tA");
+}

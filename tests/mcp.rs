@@ -163,6 +163,11 @@ impl Raw {
 }
 
 impl Raw {
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Kills the server as `kill -9` would, and reaps it.
     pub(crate) fn kill(&mut self) {
         let _ = self.child.kill();
@@ -193,6 +198,26 @@ fn a_cancelled_call_stops_its_command_and_the_session_goes_on() {
     });
     raw.send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"shell","arguments":{"command":"echo still here"}}}"#);
     assert_eq!(raw.reply(4)["result"]["content"][0]["text"], "still here");
+}
+
+#[test]
+fn cancelling_one_call_stops_it_alone() {
+    let p =
+        Project::new().config("agents:\n  a:\n    tools:\n      shell: {sandbox: off, auto_run: true}\n      code:\n");
+    let mut raw = Raw::start(&p);
+    let marker = format!("sleep 605.{}", support::run_tag());
+    // Both run side by side (the shell is parallel); only id 3 is cancelled.
+    raw.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"shell","arguments":{{"command":"{marker}"}}}}}}"#
+    ));
+    raw.send(r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"shell","arguments":{"command":"sleep 2; echo sibling > two.txt; echo two-done"}}}"#);
+    support::eventually("the command runs", || !support::processes_matching(&marker).is_empty());
+    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3,"reason":"user"}}"#);
+    support::eventually("cancelling the call killed its command", || {
+        support::processes_matching(&marker).is_empty()
+    });
+    assert_eq!(raw.reply(4)["result"]["content"][0]["text"], "two-done");
+    assert_eq!(p.read("two.txt"), b"sibling\n");
 }
 
 #[test]

@@ -35,7 +35,7 @@ use crate::description::Tool;
 use crate::engine::Engine;
 use crate::project::ProjectRoot;
 use crate::round::{Call, Outcome};
-use crate::session::Session;
+use crate::session::{CallCancel, Session};
 use crate::toolset::{ApprovalRule, Presentation, Toolset};
 use anyhow::{Context as _, Result, bail};
 use std::path::{Path, PathBuf};
@@ -404,12 +404,23 @@ pub struct HostSession {
 pub(crate) struct Queued {
     in_flight: InFlight,
     ticket: Ticket,
+    cancel: Arc<CallCancel>,
 }
 
 /// A call whose turn came: it runs now.
 pub(crate) struct Admitted {
     _in_flight: InFlight,
     _turn: Turn,
+    cancel: Arc<CallCancel>,
+}
+
+impl Admitted {
+    /// What cancels the calls, now that they run (before, dropping the
+    /// wait withdraws them).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn cancel(&self) -> &Arc<CallCancel> {
+        &self.cancel
+    }
 }
 
 impl Queued {
@@ -419,6 +430,7 @@ impl Queued {
         Admitted {
             _turn: self.ticket.wait(parallel),
             _in_flight: self.in_flight,
+            cancel: self.cancel,
         }
     }
 
@@ -430,6 +442,7 @@ impl Queued {
         Admitted {
             _turn: turn,
             _in_flight: self.in_flight,
+            cancel: self.cancel,
         }
     }
 }
@@ -477,9 +490,9 @@ impl HostSession {
         let all_parallel = calls
             .iter()
             .all(|call| self.tools.may_run_in_parallel(&self.session, call));
-        let _admitted = queued.wait(all_parallel);
+        let admitted = queued.wait(all_parallel);
         self.tools
-            .round(&self.session, &self.ui, &calls, all_parallel)
+            .round(&self.session, &self.ui, &calls, all_parallel, &admitted.cancel)
             .into_iter()
             .map(CallResult::from)
             .collect()
@@ -491,6 +504,7 @@ impl HostSession {
         Ok(Queued {
             in_flight: self.admission.enter(calls)?,
             ticket: self.turns.ticket(),
+            cancel: Arc::default(),
         })
     }
 
@@ -540,7 +554,7 @@ impl HostSession {
         {
             return Outcome::unknown_tool(tool).into();
         }
-        let result = self.tools.call(&self.session, ui, &call).into();
+        let result = self.tools.call(&self.session, ui, &call, &admitted.cancel).into();
         drop(admitted);
         result
     }

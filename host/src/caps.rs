@@ -94,6 +94,8 @@ pub(crate) struct Stopper {
     cancellations_at_start: u64,
     /// For a task: set when its call no longer waits for it.
     abandoned: Option<Arc<std::sync::atomic::AtomicBool>>,
+    /// For a tool call: its own cancellation.
+    cancel: Option<Arc<crate::session::CallCancel>>,
     /// When the call's time runs out: a command it runs (`process`) is
     /// killed then too, however long a timeout it asked for, and a WASI
     /// wait ends. Moved on by the time the user takes to answer a question.
@@ -102,16 +104,18 @@ pub(crate) struct Stopper {
 
 impl Stopper {
     /// A call of `session` that began now, until `deadline`; for a task,
-    /// also until `abandoned` is set.
+    /// also until `abandoned` is set; for a tool call, until `cancel`.
     pub(crate) fn new(
         session: &Arc<Session>,
         deadline: std::time::Instant,
         abandoned: Option<Arc<std::sync::atomic::AtomicBool>>,
+        cancel: Option<Arc<crate::session::CallCancel>>,
     ) -> Stopper {
         Stopper {
             session: session.clone(),
             cancellations_at_start: session.cancellations(),
             abandoned,
+            cancel,
             deadline,
         }
     }
@@ -125,7 +129,8 @@ impl Stopper {
             .abandoned
             .as_ref()
             .is_some_and(|a| a.load(std::sync::atomic::Ordering::Relaxed));
-        if abandoned || self.session.cancellations() != self.cancellations_at_start {
+        let cancelled = self.cancel.as_ref().is_some_and(|c| c.is_cancelled());
+        if abandoned || cancelled || self.session.cancellations() != self.cancellations_at_start {
             return Some(Cancelled.into());
         }
         (std::time::Instant::now() >= self.deadline).then(|| wasmtime::Trap::Interrupt.into())

@@ -289,6 +289,7 @@ impl ServerHandler for McpServer {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
             }
         };
+        let cancel = admitted.cancel().clone();
         let mut call = tokio::task::spawn_blocking(move || {
             crate::shell::jobs::take_adopted_here();
             let result = server.session.call_admitted(admitted, &ui, &tool, arguments);
@@ -297,8 +298,10 @@ impl ServerHandler for McpServer {
         let finished = tokio::select! {
             finished = &mut call => finished,
             () = context.ct.cancelled() => {
-                // The client gave up on this call: stop its command, then let it wind down.
-                self.session.cancel();
+                // The client gave up on this call: stop it (its command, its
+                // component), then let it wind down; the session's other
+                // calls go on.
+                cancel.cancel();
                 call.await
             }
         };
@@ -417,10 +420,9 @@ pub fn serve(host: Host, ui: Option<Arc<dyn Ui>>) -> anyhow::Result<()> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build()?;
     runtime.block_on(async move {
         let (session, server_logs) = (server.session.clone(), server.logs.clone());
-        let arrivals = server.arrivals.clone();
-        let on_call = move |id| arrivals.arrive(id);
+        let requests: Arc<dyn input::Requests> = server.arrivals.clone();
         let running = server
-            .serve(input::guarded(tokio::io::stdin(), tokio::io::stdout(), on_call))
+            .serve(input::guarded(tokio::io::stdin(), tokio::io::stdout(), requests))
             .await?;
         // A finished job's notice also goes out at once, as a log message
         // where the client asked for logs (see `LogGate`).

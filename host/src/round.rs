@@ -6,7 +6,7 @@ use crate::agent::AgentTools;
 use crate::approval::{self, Decision};
 use crate::caps::ui::Ui;
 use crate::caps::writes::CallWrite;
-use crate::session::Session;
+use crate::session::{CallCancel, Session};
 use crate::toolset::{ApprovalRule, Decided, Presentation, ToolResult};
 use std::sync::Arc;
 
@@ -53,17 +53,24 @@ impl Outcome {
 }
 
 impl AgentTools {
-    /// Runs one call through the gate and its toolset, and audits it.
-    pub fn call(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, call: &Call) -> Outcome {
+    /// Runs one call through the gate and its toolset, and audits it;
+    /// `cancel` stops it alone.
+    pub fn call(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, call: &Call, cancel: &Arc<CallCancel>) -> Outcome {
         let started = std::time::Instant::now();
-        let outcome = self.call_unaudited(session, ui, call);
+        let outcome = self.call_unaudited(session, ui, call, cancel);
         if let Some(log) = self.audit() {
             log.record(&outcome, &call.args, started.elapsed());
         }
         outcome
     }
 
-    fn call_unaudited(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, call: &Call) -> Outcome {
+    fn call_unaudited(
+        &self,
+        session: &Arc<Session>,
+        ui: &Arc<dyn Ui>,
+        call: &Call,
+        cancel: &Arc<CallCancel>,
+    ) -> Outcome {
         let Some((set, spec)) = self.find(&call.tool) else {
             return Outcome::unknown_tool(&call.tool);
         };
@@ -95,6 +102,7 @@ impl AgentTools {
                 let decided = Decided {
                     asked: decision.asked(),
                     write: write.decided(),
+                    cancel: cancel.clone(),
                 };
                 set.invoke(session, ui, &call.tool, &call.args, &decided)
             }
@@ -128,15 +136,22 @@ impl AgentTools {
     /// it runs). Outcomes are in call order either way. `all_parallel` is
     /// the caller's [`Self::may_run_in_parallel`] of every call, decided once
     /// where it also takes its place under the round rule.
-    pub fn round(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, calls: &[Call], all_parallel: bool) -> Vec<Outcome> {
+    pub fn round(
+        &self,
+        session: &Arc<Session>,
+        ui: &Arc<dyn Ui>,
+        calls: &[Call],
+        all_parallel: bool,
+        cancel: &Arc<CallCancel>,
+    ) -> Vec<Outcome> {
         let concurrent = calls.len() > 1 && all_parallel;
         if !concurrent {
-            return calls.iter().map(|c| self.call(session, ui, c)).collect();
+            return calls.iter().map(|c| self.call(session, ui, c, cancel)).collect();
         }
         std::thread::scope(|scope| {
             let handles: Vec<_> = calls
                 .iter()
-                .map(|c| scope.spawn(move || self.call(session, ui, c)))
+                .map(|c| scope.spawn(move || self.call(session, ui, c, cancel)))
                 .collect();
             handles
                 .into_iter()

@@ -250,7 +250,8 @@ pub fn sweep(temp: &Path) -> usize {
         };
         if rustix::fs::flock(&owner, FlockOperation::NonBlockingLockExclusive).is_ok() {
             sweep_journal(&path.join(JOURNAL));
-            if std::fs::remove_dir_all(&path).is_ok() {
+            // Even what a command there made unwritable (`chmod 555`).
+            if remove_tree(&path) {
                 removed += 1;
             }
         }

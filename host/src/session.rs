@@ -21,6 +21,8 @@ pub struct Session {
     /// The session's directory under the system temp directory: its
     /// private /tmp and its job logs (`scratch.rs`).
     scratch: Mutex<Option<crate::scratch::Scratch>>,
+    /// Set by [`Session::end`]: no scratch directory is made after it.
+    ended: std::sync::atomic::AtomicBool,
     /// The hold on the project's placeholders, once a sandbox bound them.
     placeholders: Mutex<Option<crate::shell::placeholders::Placeholders>>,
     /// Bytes the session's command logs may still take on the host.
@@ -74,6 +76,7 @@ impl Default for Session {
             approved: Mutex::default(),
             jobs: Jobs::new(),
             scratch: Mutex::default(),
+            ended: Default::default(),
             placeholders: Mutex::default(),
             repositories: Mutex::default(),
             log_budget: OnceLock::new(),
@@ -112,7 +115,12 @@ impl Session {
         self.jobs.kill_all_and_wait(std::time::Duration::from_secs(2));
         // After the jobs: the last session on the project removes them.
         drop(self.placeholders.lock().unwrap_or_else(|e| e.into_inner()).take());
-        drop(self.scratch.lock().unwrap_or_else(|e| e.into_inner()).take());
+        {
+            // Under the lock: no call still running makes a new one after this.
+            let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+            self.ended.store(true, Ordering::SeqCst);
+            drop(scratch.take());
+        }
         // What the killed children left.
         crate::scratch::sweep(&std::env::temp_dir());
     }
@@ -135,8 +143,8 @@ impl Session {
         foreground.push(Arc::downgrade(running));
     }
 
-    /// Cancels the session's foreground commands (an MCP client's
-    /// `notifications/cancelled`): their results say `[command cancelled]`.
+    /// Cancels every call of the session running now (the embedder's
+    /// `cancel`, Esc): their commands' results say `[command cancelled]`.
     pub fn cancel_foreground(&self) {
         // Components in flight see the count move at their next epoch tick.
         self.cancellations.fetch_add(1, Ordering::SeqCst);
@@ -183,6 +191,9 @@ impl Session {
     /// `f` on the session's scratch directory, made on first use.
     fn with_scratch<T>(&self, f: impl FnOnce(&crate::scratch::Scratch) -> std::io::Result<T>) -> std::io::Result<T> {
         let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        if self.ended.load(Ordering::SeqCst) {
+            return Err(std::io::Error::other("the session has ended"));
+        }
         if scratch.is_none() {
             *scratch = Some(crate::scratch::Scratch::create()?);
         }
@@ -275,6 +286,45 @@ impl Session {
             .lock()
             .unwrap()
             .insert((set.to_string(), tool.to_string()));
+    }
+}
+
+/// One call's own cancellation (an MCP client's `notifications/cancelled`
+/// names one request): it stops that call's component at its next epoch
+/// tick and its command's whole tree, and no other call of the session.
+#[derive(Debug, Default)]
+pub struct CallCancel {
+    cancelled: std::sync::atomic::AtomicBool,
+    commands: Mutex<Vec<std::sync::Weak<Running>>>,
+}
+
+impl CallCancel {
+    /// Cancels the call: its commands stop now, its component at its next tick.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+        let commands = std::mem::take(&mut *self.commands.lock().unwrap_or_else(|e| e.into_inner()));
+        for running in commands.iter().filter_map(std::sync::Weak::upgrade) {
+            if running.ending().is_none() {
+                running.stop(crate::shell::run::Ending::Cancelled);
+            }
+        }
+    }
+
+    /// Whether the call was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancelled.load(Ordering::SeqCst)
+    }
+
+    /// Remembers a command the call runs, so that cancelling the call stops
+    /// it; one started after the cancel stops at once.
+    pub fn track(&self, running: &Arc<Running>) {
+        self.commands
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(Arc::downgrade(running));
+        if self.is_cancelled() && running.ending().is_none() {
+            running.stop(crate::shell::run::Ending::Cancelled);
+        }
     }
 }
 

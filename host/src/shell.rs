@@ -485,7 +485,13 @@ impl ShellToolset {
         })
     }
 
-    fn run(&self, session: &Arc<Session>, args: &Args, asked: bool) -> Result<String, ToolResult> {
+    fn run(
+        &self,
+        session: &Arc<Session>,
+        args: &Args,
+        decided: &crate::toolset::Decided,
+    ) -> Result<String, ToolResult> {
+        let asked = decided.asked;
         let shown = self.shown(args);
         let header = headed(args, &shown);
         let fail = |text: String| ToolResult {
@@ -526,6 +532,7 @@ impl ShellToolset {
         }
         let room = jobs.has_room();
         session.track_foreground(&running);
+        decided.cancel.track(&running);
         let ending = running.wait(if room { Some(YIELD_AFTER) } else { None });
         let Some(ending) = ending else {
             let so_far = running.output();
@@ -1133,7 +1140,7 @@ impl Toolset for ShellToolset {
             Err(e) => return ToolResult::failure(NAME, e),
         };
         let header = self.header_for(&args);
-        match self.run(session, &args, decided.asked) {
+        match self.run(session, &args, decided) {
             Ok(text) => ToolResult {
                 text,
                 is_error: false,

@@ -5,7 +5,7 @@
 use crate::caps::ui::Ui;
 use crate::caps::writes::CallWrite;
 use crate::description::Tool;
-use crate::session::Session;
+use crate::session::{CallCancel, Session};
 use std::sync::Arc;
 
 /// Whether a tool asks before it runs (WIT `types.approval`; named for
@@ -79,6 +79,8 @@ pub struct Decided {
     pub asked: bool,
     /// The file the call may write, held since the gate resolved it.
     pub write: CallWrite,
+    /// The call's own cancellation.
+    pub cancel: Arc<CallCancel>,
 }
 
 impl ToolResult {

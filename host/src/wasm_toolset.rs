@@ -16,7 +16,7 @@ use crate::describe_cache;
 use crate::description::{self, Tool};
 use crate::engine::Engine;
 use crate::project::ProjectRoot;
-use crate::session::{Session, StateFull};
+use crate::session::{CallCancel, Session, StateFull};
 use crate::shell::ShellToolset;
 use crate::toolset::{Decided, ToolResult, Toolset};
 use std::borrow::Cow;
@@ -302,7 +302,11 @@ impl WasmToolset {
             }
             _ => {
                 let cancellations = session.cancellations();
-                let give_up = || session.cancellations() != cancellations;
+                let cancel = match &role {
+                    Role::Call { cancel, .. } => Some(cancel),
+                    _ => None,
+                };
+                let give_up = || session.cancellations() != cancellations || cancel.is_some_and(|c| c.is_cancelled());
                 let slot = slots.acquire(SlotKind::Call, session.id(), &give_up);
                 let slot = slot.ok_or_else(|| format!("toolset {:?} was cancelled", self.name))?;
                 (slot, Instant::now() + self.limits.timeout)
@@ -343,14 +347,20 @@ impl WasmToolset {
         role: &Role,
         deadline: Instant,
     ) -> Result<(Store<CallState>, MemoryOutputPipe, MemoryOutputPipe), String> {
-        let (workers, abandoned, write) = match role {
-            Role::Call(write) => (self.workers(session, access, deadline), None, write.clone()),
+        let (workers, abandoned, write, cancel) = match role {
+            Role::Call { write, cancel } => (
+                self.workers(session, access, deadline),
+                None,
+                write.clone(),
+                Some(cancel.clone()),
+            ),
             Role::Task { abandoned, .. } => (
                 Err("a task cannot submit tasks"),
                 Some(abandoned.clone()),
                 CallWrite::Nothing,
+                None,
             ),
-            Role::Other(write) => (Err("only a tool call can have workers"), None, write.clone()),
+            Role::Other(write) => (Err("only a tool call can have workers"), None, write.clone(), None),
         };
         let (stdout, stderr) = (caps::stdio_pipe(), caps::stdio_pipe());
         let mut builder = WasiCtxBuilder::new();
@@ -363,7 +373,7 @@ impl WasmToolset {
             .stderr(stderr.clone());
         caps::disable_network(&mut builder);
         let mut files = fs::preopen(&mut builder, &self.root, &self.read_dirs, access).map_err(|e| format!("{e:#}"))?;
-        if matches!(role, Role::Call(_)) {
+        if matches!(role, Role::Call { .. }) {
             files.expect_walk_start();
         }
         let state = CallState {
@@ -377,7 +387,7 @@ impl WasmToolset {
             files,
             asked: false,
             workers,
-            stop: caps::Stopper::new(session, deadline, abandoned),
+            stop: caps::Stopper::new(session, deadline, abandoned, cancel),
             listings: Default::default(),
             write,
         };
@@ -574,8 +584,8 @@ struct Instance {
 /// What a store is made for.
 enum Role {
     /// A tool call: it may submit tasks (`iota:toolset/workers`) and write
-    /// what the gate decided it may.
-    Call(CallWrite),
+    /// what the gate decided it may; `cancel` stops it alone.
+    Call { write: CallWrite, cancel: Arc<CallCancel> },
     /// A task of a tool call, bound by the call's deadline and stopped when
     /// the call no longer waits for it.
     Task {
@@ -643,7 +653,10 @@ impl Toolset for WasmToolset {
             session,
             ui,
             self.access(),
-            Role::Call(decided.write.clone()),
+            Role::Call {
+                write: decided.write.clone(),
+                cancel: decided.cancel.clone(),
+            },
             |b, store, ctx| b.iota_toolset_toolset().call_invoke(store, ctx, tool, args),
         )
         .and_then(|result| self.within_output_limit(result, decided.write.held().is_some_and(|file| file.wrote())))

@@ -391,9 +391,7 @@ fn list_opened(dir: std::fs::File) -> Result<Vec<Entry>, String> {
     while let Some(entry) = entries.next() {
         let entry = entry.map_err(io_error)?;
         let name = entry.file_name().to_bytes();
-        // A write's temporary file is the host's own, for microseconds (or
-        // left by a killed host until the next write of its name sweeps it).
-        if name == b"." || name == b".." || super::writes::is_write_temporary(name) {
+        if name == b"." || name == b".." {
             continue;
         }
         if listed.len() == MAX_DIR_ENTRIES {
@@ -411,6 +409,11 @@ fn list_opened(dir: std::fs::File) -> Result<Vec<Entry>, String> {
             }
             known => kind_of_type(known),
         };
+        // A write's temporary file is the host's own, for microseconds (or
+        // until the next start sweeps what a killed host left).
+        if kind == Kind::File && super::writes::is_write_temporary(name) {
+            continue;
+        }
         listed.push(Entry {
             name: String::from_utf8_lossy(name).into_owned(),
             kind,

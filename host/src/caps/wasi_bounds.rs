@@ -230,7 +230,12 @@ pub fn add_to_linker(linker: &mut Linker<CallState>) -> wasmtime::Result<()> {
                 let read =
                     HostDirectoryEntryStream::read_directory_entry(&mut view, Resource::new_borrow(stream.rep()));
                 let answer = match read {
-                    Ok(Some(entry)) if is_write_temporary(entry.name.as_bytes()) => continue,
+                    Ok(Some(entry))
+                        if entry.type_ == fs_types::DescriptorType::RegularFile
+                            && is_write_temporary(entry.name.as_bytes()) =>
+                    {
+                        continue;
+                    }
                     Ok(entry) => Ok(entry),
                     Err(err) => Err(fs_types::Host::convert_error_code(&mut view, err)?),
                 };

@@ -527,13 +527,14 @@ fn remove_stale_temporaries(dir: BorrowedFd<'_>, name: &OsStr) {
     let now = std::time::SystemTime::now();
     while let Some(Ok(entry)) = entries.next() {
         let found = entry.file_name().to_bytes();
-        if !(found.starts_with(&prefix) && found.ends_with(b".tmp")) {
+        if !(found.starts_with(&prefix) && is_write_temporary(found)) {
             continue;
         }
         let old = rustix::fs::statat(dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
             let modified =
                 std::time::UNIX_EPOCH + std::time::Duration::from_secs(u64::try_from(st.st_mtime).unwrap_or(0));
             FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
+                && st.st_uid == rustix::process::geteuid().as_raw()
                 && now.duration_since(modified).is_ok_and(|age| age > STALE)
         });
         if old {
@@ -924,22 +925,28 @@ mod tests {
     fn what_a_killed_replacement_left_is_removed_by_the_next_write() {
         let (_dir, root) = project();
         std::fs::write(root.join("a.txt"), "old").unwrap();
-        let left = root.join(".a.txt.iota-0123456789abcdef.tmp");
+        let left = root.join(".a.txt.iota-0123456789abcdef0123456789abcdef.tmp");
         std::fs::write(&left, "half").unwrap();
-        let young = root.join(".a.txt.iota-fedcba9876543210.tmp");
+        let young = root.join(".a.txt.iota-fedcba9876543210fedcba9876543210.tmp");
         std::fs::write(&young, "in flight").unwrap();
+        // The user's own file named like one, just as old: not ours.
+        let theirs = root.join(".a.txt.iota-backup.tmp");
+        std::fs::write(&theirs, "kept").unwrap();
         let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
-        std::fs::File::options()
-            .write(true)
-            .open(&left)
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
+        for aged in [&left, &theirs] {
+            std::fs::File::options()
+                .write(true)
+                .open(aged)
+                .unwrap()
+                .set_modified(old)
+                .unwrap();
+        }
         let held = HeldWrite::resolve(&pinned(&root), "a.txt").unwrap();
         let version = held.read(100).unwrap().unwrap().version;
         held.replace(b"new", Some(version), UNNOTED).unwrap();
         assert!(!left.exists(), "a stale one is removed");
         assert!(young.exists(), "one that may be another write's own is kept");
+        assert!(theirs.exists(), "a name writes never make is the user's");
     }
 
     #[test]

@@ -5,69 +5,75 @@
 //!
 //! The place waits here for its handler ([`Arrivals::claim`], by request
 //! id). A request rmcp answers itself (a protocol version it refuses, for
-//! one) never claims its place; it is given up after [`CLAIM_WITHIN`], so
-//! the line moves on.
+//! one) never reaches a handler: its place is given up when that answer
+//! goes out, and a cancelled one's when the cancellation comes in (rmcp
+//! answers nothing then). No clock decides anything: a handler late by any
+//! time still finds its place.
+//!
+//! Ids are the client's: while a request is in flight its id names it
+//! alone, so a second request with the same id is refused here, answered
+//! with its id (rmcp would keep one of the two and drop the other's reply).
 
+use super::input::Requests;
 use crate::admission::Busy;
 use crate::api::{HostSession, Queued};
 use rmcp::model::RequestId;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
 
-/// How long a place waits for its request's handler.
-pub const CLAIM_WITHIN: Duration = Duration::from_secs(2);
-
-/// A place taken as a request was read: the arrival's number (so the
-/// expiry removes only its own), and the place or the host's refusal.
-type Place = (u64, Result<Queued, Busy>);
-
-/// The places taken and not yet claimed, by request id.
+/// The requests in flight, and the places taken and not yet claimed.
 pub struct Arrivals {
     session: Arc<HostSession>,
-    places: Mutex<HashMap<RequestId, Place>>,
-    next: Mutex<u64>,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Ids passed on to rmcp and not yet settled.
+    in_flight: HashSet<RequestId>,
+    /// Each call's place (or the host's refusal), until its handler claims it.
+    places: HashMap<RequestId, Result<Queued, Busy>>,
 }
 
 impl Arrivals {
-    /// No places taken yet in `session`.
+    /// Nothing in flight in `session`.
     pub fn new(session: Arc<HostSession>) -> Arc<Arrivals> {
         Arc::new(Arrivals {
             session,
-            places: Mutex::default(),
-            next: Mutex::new(0),
+            state: Mutex::default(),
         })
     }
 
-    fn places(&self) -> MutexGuard<'_, HashMap<RequestId, Place>> {
-        self.places.lock().unwrap_or_else(|e| e.into_inner())
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Takes a place (or the host's refusal) for the call request `id`, just
-    /// read; it is given up unless claimed within [`CLAIM_WITHIN`]. Runs on
-    /// the tokio runtime.
-    pub fn arrive(self: &Arc<Self>, id: RequestId) {
-        let number = {
-            let mut next = self.next.lock().unwrap_or_else(|e| e.into_inner());
-            *next += 1;
-            *next
-        };
-        // A client reusing an id while the first is still unclaimed: the
-        // older place is given up, and its handler queues anew.
-        self.places().insert(id.clone(), (number, self.session.queue(1)));
-        let arrivals = self.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(CLAIM_WITHIN).await;
-            let mut places = arrivals.places();
-            if places.get(&id).is_some_and(|(n, _)| *n == number) {
-                places.remove(&id);
-            }
-        });
-    }
-
-    /// The place taken for request `id` as it was read, or one taken now.
+    /// The place taken for request `id` as it was read, or one taken now
+    /// (a request whose place went with its cancellation).
     pub fn claim(&self, id: &RequestId) -> Result<Queued, Busy> {
-        let taken = self.places().remove(id);
-        taken.map_or_else(|| self.session.queue(1), |(_, place)| place)
+        let taken = self.state().places.remove(id);
+        taken.unwrap_or_else(|| self.session.queue(1))
+    }
+}
+
+impl Requests for Arrivals {
+    fn arrived(&self, id: &RequestId, call: bool) -> Result<(), String> {
+        let mut state = self.state();
+        if !state.in_flight.insert(id.clone()) {
+            return Err(format!("id {id} is already used by a request in flight"));
+        }
+        if call {
+            state.places.insert(id.clone(), self.session.queue(1));
+        }
+        Ok(())
+    }
+
+    fn settled(&self, id: &RequestId) {
+        let mut state = self.state();
+        state.in_flight.remove(id);
+        // Unclaimed: no handler will come; the line moves on without it.
+        let unclaimed = state.places.remove(id);
+        drop(state);
+        drop(unclaimed);
     }
 }

@@ -20,7 +20,7 @@
 //! reply goes out through the same writer as rmcp's own messages, one whole
 //! line at a time.
 
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta, ProtocolVersion, RequestId};
+use rmcp::model::{ClientJsonRpcMessage, ClientNotification, ClientRequest, GetMeta, ProtocolVersion, RequestId};
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 
@@ -35,19 +35,33 @@ pub const PARSE_ERROR: i64 = -32700;
 /// JSON-RPC's code for a message that is not a valid request.
 pub const INVALID_REQUEST: i64 = -32600;
 
+/// What the guard tells the server of the requests it passes on and of the
+/// answers it sees go out, as they cross it (`mcp/arrivals.rs` keeps each
+/// call's place in line by these).
+pub trait Requests: Send + Sync + 'static {
+    /// Request `id` was read (`call`: a `tools/call`), before rmcp has it;
+    /// `Err(why)` answers it with an Invalid Request error instead of
+    /// passing it on (an id already in use by a request in flight).
+    fn arrived(&self, id: &RequestId, call: bool) -> Result<(), String>;
+    /// Request `id` needs nothing more: rmcp answered it, or the client
+    /// cancelled it (rmcp then answers nothing).
+    fn settled(&self, id: &RequestId);
+}
+
 /// Connects `input` and `output` (stdin and stdout) to the SDK through the
-/// guard; returns the reader and writer to hand to rmcp. `on_call` hears of
-/// each `tools/call` request as it is read, before rmcp does. Runs on the
-/// current tokio runtime until both sides close.
+/// guard; returns the reader and writer to hand to rmcp. `requests` hears
+/// of each request as it is read, before rmcp does, and of each answer
+/// before the client does. Runs on the current tokio runtime until both
+/// sides close.
 pub fn guarded(
     input: impl AsyncRead + Send + Unpin + 'static,
     output: impl AsyncWrite + Send + Unpin + 'static,
-    on_call: impl Fn(RequestId) + Send + 'static,
+    requests: std::sync::Arc<dyn Requests>,
 ) -> (tokio::io::DuplexStream, tokio::io::DuplexStream) {
     let (to_sdk, sdk_reads) = tokio::io::duplex(64 << 10);
     let (sdk_writes, from_sdk) = tokio::io::duplex(64 << 10);
     let (replies, mut replies_rx) = tokio::sync::mpsc::unbounded_channel::<String>();
-    tokio::spawn(read_messages(input, to_sdk, replies, on_call));
+    tokio::spawn(read_messages(input, to_sdk, replies, requests.clone()));
     tokio::spawn(async move {
         let mut output = output;
         let mut from_sdk = BufReader::new(from_sdk);
@@ -59,6 +73,10 @@ pub fn guarded(
                     match read {
                         Ok(0) | Err(_) => sdk_open = false,
                         Ok(_) => {
+                            // Settled before the client can reuse its id.
+                            if let Some(id) = response_id(&line) {
+                                requests.settled(&id);
+                            }
                             if output.write_all(&line).await.is_err() {
                                 break;
                             }
@@ -92,7 +110,7 @@ async fn read_messages(
     input: impl AsyncRead + Unpin,
     mut to_sdk: tokio::io::DuplexStream,
     replies: tokio::sync::mpsc::UnboundedSender<String>,
-    on_call: impl Fn(RequestId),
+    requests: std::sync::Arc<dyn Requests>,
 ) {
     let mut input = BufReader::with_capacity(64 << 10, input);
     // Whether rmcp has chosen its lifecycle (`chooses_lifecycle`).
@@ -115,6 +133,13 @@ async fn read_messages(
         if text.is_empty() {
             continue;
         }
+        // A request whose id is neither a string nor an integer (`2.5`,
+        // `null`) is read by rmcp as something it never answers.
+        if let Some(id) = unusable_id(text) {
+            let why = "Invalid request: an id is a string or an integer";
+            let _ = replies.send(error_line(id, INVALID_REQUEST, why));
+            continue;
+        }
         let message = match parsed(text) {
             Ok(message) => message,
             Err(refusals) => {
@@ -133,10 +158,23 @@ async fn read_messages(
                 _ => continue,
             }
         }
-        if let ClientJsonRpcMessage::Request(request) = &message
-            && matches!(request.request, ClientRequest::CallToolRequest(_))
-        {
-            on_call(request.id.clone());
+        match &message {
+            ClientJsonRpcMessage::Request(request) => {
+                let call = matches!(request.request, ClientRequest::CallToolRequest(_));
+                if let Err(why) = requests.arrived(&request.id, call) {
+                    let id = serde_json::to_value(&request.id).unwrap_or_default();
+                    let _ = replies.send(error_line(id, INVALID_REQUEST, &format!("Invalid request: {why}")));
+                    continue;
+                }
+            }
+            ClientJsonRpcMessage::Notification(notification) => {
+                if let ClientNotification::CancelledNotification(cancelled) = &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                {
+                    requests.settled(id);
+                }
+            }
+            _ => {}
         }
         if to_sdk.write_all(text).await.is_err() || to_sdk.write_all(b"\n").await.is_err() {
             break;
@@ -214,6 +252,31 @@ fn refusals(text: &[u8], error: &serde_json::Error) -> Vec<String> {
         None if text.first() == Some(&b'{') && !syntax => Vec::new(),
         None => vec![error_line(serde_json::Value::Null, why.0, &why.1)],
     }
+}
+
+/// The `id` of a request (a message with a `method`) that no request id can
+/// be made of, as the client wrote it.
+fn unusable_id(text: &[u8]) -> Option<serde_json::Value> {
+    top_level_member(text, "method")?;
+    let raw = top_level_member(text, "id")?;
+    let mut values = serde_json::Deserializer::from_slice(raw).into_iter::<serde_json::Value>();
+    let value = values.next()?.ok()?;
+    serde_json::from_value::<RequestId>(value.clone())
+        .is_err()
+        .then_some(value)
+}
+
+/// The id of the response (or error response) `line` is, one rmcp sends.
+fn response_id(line: &[u8]) -> Option<RequestId> {
+    let response = ["result", "error"].iter().any(|k| top_level_member(line, k).is_some())
+        && top_level_member(line, "method").is_none();
+    if !response {
+        return None;
+    }
+    serde_json::Deserializer::from_slice(top_level_member(line, "id")?)
+        .into_iter::<RequestId>()
+        .next()?
+        .ok()
 }
 
 /// Whether `value` can be a JSON-RPC request id: a string or an integer.

@@ -163,9 +163,7 @@ fn a_flipped_probe_memo_changes_nothing() {
     if !support::sandbox_works() {
         return;
     }
-    let p = Project::new()
-        .config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n")
-        .with_private_cache();
+    let p = Project::new().auto_run().with_private_cache();
     let outside = support::visible_outside_dir();
     let probe = |p: &Project| {
         p.call(

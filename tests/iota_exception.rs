@@ -370,28 +370,6 @@ fn every_line_the_parser_lets_out_runs_exactly_the_binary_with_its_words() {
     assert!(disagreements.is_empty(), "{}", disagreements.join("\n"));
 }
 
-/// The files of `dir`, below it, with their contents and modes.
-fn tree(dir: &Path) -> Vec<(String, Vec<u8>, u32)> {
-    use std::os::unix::fs::PermissionsExt;
-    let mut out = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(at) = pending.pop() {
-        for entry in std::fs::read_dir(&at).unwrap().flatten() {
-            let path = entry.path();
-            let name = path.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
-            let meta = std::fs::symlink_metadata(&path).unwrap();
-            if meta.is_dir() {
-                pending.push(path);
-                out.push((name + "/", Vec::new(), meta.permissions().mode()));
-            } else {
-                out.push((name, std::fs::read(&path).unwrap(), meta.permissions().mode()));
-            }
-        }
-    }
-    out.sort();
-    out
-}
-
 /// `files` with what the shell itself says of a failed redirection (bash:
 /// `/usr/bin/bash: line 1: TARGET: reason`; the host: `iota-host: TARGET:
 /// reason`) cut to the part after the name, which must be the same.
@@ -472,7 +450,7 @@ fn redirections_the_host_performs_leave_the_files_bash_leaves() {
         lines.push(line);
     }
     let bash_side = tempfile::tempdir().unwrap();
-    let p = support::Project::new().config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n");
+    let p = support::Project::new().auto_run();
     let calls: Vec<(&str, serde_json::Value)> = lines
         .iter()
         .enumerate()
@@ -502,8 +480,8 @@ fn redirections_the_host_performs_leave_the_files_bash_leaves() {
         );
         let case = format!("c{i}");
         assert_eq!(
-            said_by_the_shell(tree(&p.path(&case)), "iota-host: "),
-            said_by_the_shell(tree(&bash_side.path().join(&case)), "bash: line 1: "),
+            said_by_the_shell(support::tree(&p.path(&case)), "iota-host: "),
+            said_by_the_shell(support::tree(&bash_side.path().join(&case)), "bash: line 1: "),
             "{line}: the files differ from bash's"
         );
         // What reaches the call's output is what reached bash's terminal.

@@ -535,7 +535,7 @@ fn git_and_iota_cannot_be_planted_at_a_root_without_them() {
 #[test]
 fn lines_that_are_not_one_simple_iota_call_stay_in_the_sandbox() {
     let Some(p) = sandboxed() else { return };
-    let p = p.config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n");
+    let p = p.auto_run();
     let home = support::visible_outside_dir();
     let bin = support::BIN;
     // The `.venv/bin/eval` trick: a builtin's name on PATH pointing at the binary.
@@ -656,7 +656,7 @@ fn allowing_an_iota_line_for_the_session_allows_that_line_only() {
 #[test]
 fn an_iota_call_cannot_choose_its_own_config_answers_audit_or_root() {
     let Some(p) = sandboxed() else { return };
-    let p = p.config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n");
+    let p = p.auto_run();
     let home = support::visible_outside_dir();
     p.write(
         "evil.yaml",
@@ -725,7 +725,7 @@ fn base64(text: &str) -> String {
 #[test]
 fn a_bwrap_planted_on_path_is_not_the_sandbox() {
     let Some(p) = sandboxed() else { return };
-    let p = p.config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n");
+    let p = p.auto_run();
     let outside = support::visible_outside_dir();
     let path = format!("{}:{}", p.path(".venv/bin").display(), std::env::var("PATH").unwrap());
     let run = |command: &str| {
@@ -758,7 +758,7 @@ fn a_bwrap_planted_on_path_is_not_the_sandbox() {
 #[test]
 fn an_iota_child_dies_with_its_host_and_leaves_nothing_in_tmp() {
     let Some(p) = sandboxed() else { return };
-    let p = p.config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n");
+    let p = p.auto_run();
     let temp = tempfile::tempdir().unwrap();
     let scratch_dirs = || -> Vec<std::path::PathBuf> {
         std::fs::read_dir(temp.path())
@@ -834,7 +834,7 @@ fn an_iota_child_dies_with_its_host_and_leaves_nothing_in_tmp() {
 #[test]
 fn an_installed_bwrap_that_cannot_sandbox_is_said_at_start() {
     let Some(p) = sandboxed() else { return };
-    let p = p.config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n");
+    let p = p.auto_run();
     // Where a trusted binary may be: not under /tmp or /var/tmp.
     let bin = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let bwrap = bin.path().join("bwrap");
@@ -980,7 +980,7 @@ fn credential_stores_in_the_home_are_hidden() {
 #[test]
 fn a_relative_iota_config_is_not_read_from_the_models_directory() {
     let Some(p) = sandboxed() else { return };
-    let p = p.config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n");
+    let p = p.auto_run();
     let home = support::visible_outside_dir();
     let proof = home.path().join("proof");
     let inner = json!({"command": format!("touch {}", proof.display())}).to_string();
@@ -1007,7 +1007,7 @@ fn a_relative_iota_config_is_not_read_from_the_models_directory() {
 #[test]
 fn an_iota_line_from_outside_the_root_stays_in_the_sandbox() {
     let Some(p) = sandboxed() else { return };
-    let p = p.config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n");
+    let p = p.auto_run();
     let elsewhere = support::visible_outside_dir();
     let r = p.call(
         "shell",
@@ -2169,7 +2169,7 @@ fn let_the_planter_try(p: &Project, proof: &Path) {
 #[test]
 fn an_iota_childs_root_swapped_for_a_link_after_its_check_moves_nothing() {
     let Some(p) = sandboxed() else { return };
-    let p = p.config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n");
+    let p = p.auto_run();
     std::fs::create_dir_all(p.path(".git/hooks")).unwrap();
     p.write(".git/config", "[core]\n");
     std::fs::create_dir_all(p.path("sub")).unwrap();

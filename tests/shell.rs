@@ -345,9 +345,7 @@ fn an_iota_lines_redirections_stay_beneath_the_root_or_keep_it_in_the_sandbox() 
     if !support::sandbox_works() {
         return;
     }
-    let p = Project::new()
-        .config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n")
-        .with_private_cache();
+    let p = Project::new().auto_run().with_private_cache();
     let outside = support::visible_outside_dir();
     let victim = outside.path().join("victim.txt");
     std::fs::write(&victim, "untouched\n").unwrap();
@@ -395,4 +393,52 @@ fn an_iota_lines_redirections_stay_beneath_the_root_or_keep_it_in_the_sandbox() 
     assert_eq!(left, ["victim.txt"]);
     assert!(!p.path("../escape.txt").exists());
     assert!(!p.path(".git/hooks/pre-commit").exists());
+}
+
+#[test]
+fn iota_shell_names_the_interpreter_and_what_the_model_reads_speaks_its_dialect() {
+    let p = Project::new().config("agents:\n  a:\n    tools:\n      shell: {sandbox: off, auto_run: true}\n");
+    for (shell, first, example, detach, header) in [
+        (
+            "pwsh",
+            "Runs one command line with pwsh (pwsh -NoLogo -NoProfile -NonInteractive -Command \\\"<command>\\\")",
+            "cargo test 2>&1 | Select-Object -Last 20",
+            "Start-Process",
+            "shell cd src; ls",
+        ),
+        (
+            "cmd.exe",
+            "Runs one command line with cmd.exe (cmd.exe /C \\\"<command>\\\")",
+            "cargo test 2>&1 | findstr /C:error",
+            "start /b",
+            "shell cd /d src && ls",
+        ),
+        (
+            "zsh",
+            "Runs one command line with zsh (zsh -c \\\"<command>\\\")",
+            "go test ./... 2>&1 | tail -20",
+            "nohup or setsid",
+            "shell cd src && ls",
+        ),
+    ] {
+        let listed = p
+            .command()
+            .env("IOTA_SHELL", shell)
+            .args(["tools", "--json"])
+            .output()
+            .unwrap();
+        let listed = String::from_utf8_lossy(&listed.stdout);
+        for said in [first, example, detach] {
+            assert!(listed.contains(said), "{shell}: {said:?} not in {listed}");
+        }
+        let called = p
+            .command()
+            .env("IOTA_SHELL", shell)
+            .args(["call", "--json", "shell", r#"{"command":"ls","cwd":"src"}"#])
+            .output()
+            .unwrap();
+        let result: serde_json::Value =
+            serde_json::from_str(String::from_utf8_lossy(&called.stdout).lines().next().unwrap_or("{}")).unwrap();
+        assert_eq!(result["header"], header, "{shell}: {result}");
+    }
 }

@@ -11,23 +11,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 /// Every entry under `dir`, recursively, with its contents: what a test
 /// compares before and after.
 fn snapshot(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(at) = pending.pop() {
-        for entry in std::fs::read_dir(&at).unwrap().flatten() {
-            let path = entry.path();
-            let name = path.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
-            let kind = entry.file_type().unwrap();
-            if kind.is_dir() {
-                pending.push(path);
-                out.push((name + "/", Vec::new()));
-            } else {
-                out.push((name, std::fs::read(&path).unwrap_or_default()));
-            }
-        }
-    }
-    out.sort();
-    out
+    support::tree(dir)
+        .into_iter()
+        .map(|(name, content, _)| (name, content))
+        .collect()
 }
 
 /// Another process, one the session knows nothing of (another session's

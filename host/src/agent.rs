@@ -209,6 +209,12 @@ fn load_set(
                     None => Ok(config),
                 },
             )
+            // Windows with no interpreter at all: the spec refuses the set.
+            .and_then(|config| {
+                crate::shell::Interpreter::from_env()
+                    .map(|_| config)
+                    .map_err(str::to_string)
+            })
             .map(|config| Arc::new(ShellToolset::pinned(config, project)) as Arc<dyn Toolset>));
     } else if let Some(builtin) = builtin_set(name).and_then(embedded::builtin) {
         (

@@ -9,6 +9,7 @@
 
 pub mod config;
 pub mod credentials;
+pub mod dialect;
 pub mod environment;
 pub mod home;
 pub mod iota;
@@ -26,6 +27,7 @@ use crate::project::ProjectRoot;
 use crate::session::Session;
 use crate::toolset::{ApprovalRule, Presentation, ToolResult, ToolSpec, Toolset};
 use config::{SandboxMode, ShellConfig};
+use dialect::Dialect;
 use iota_toolset::args::decode;
 use run::{Ending, Launch, Running};
 use sandbox::{CacheMount, Policy, Sandbox};
@@ -60,38 +62,28 @@ pub enum Regime {
     Iota(iota::SimpleCommand),
 }
 
-/// The interpreter that runs every call: `$IOTA_SHELL`, else bash.
+/// The interpreter that runs every call (`dialect.rs`): `$IOTA_SHELL`, else
+/// bash (on Windows the first of Git Bash, pwsh, powershell, cmd).
 #[derive(Debug, Clone)]
 pub struct Interpreter {
     /// As named (a path or a name on PATH).
     pub program: String,
-    /// The flag(s) before the command line.
-    pub flags: Vec<String>,
+    /// Its family: its flags and every idiom the model reads.
+    pub dialect: Dialect,
     /// `program` found on a trusted PATH entry, for unsandboxed runs.
     pub resolved: Option<PathBuf>,
 }
 
 impl Interpreter {
-    /// `$IOTA_SHELL` or `bash`, with the flags its family takes.
-    pub fn from_env() -> Interpreter {
-        let program = std::env::var("IOTA_SHELL")
-            .ok()
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| "bash".into());
-        let base = Path::new(&program)
-            .file_stem()
-            .map(|s| s.to_string_lossy().to_lowercase())
-            .unwrap_or_default();
-        let flags = match base.as_str() {
-            "pwsh" | "powershell" => vec!["-NoLogo", "-NoProfile", "-NonInteractive", "-Command"],
-            "cmd" => vec!["/C"],
-            _ => vec!["-c"],
-        };
-        Interpreter {
+    /// The interpreter this machine runs calls with, or why it has none
+    /// (on Windows only: the set is refused with it).
+    pub fn from_env() -> Result<Interpreter, &'static str> {
+        let program = dialect::discover(&dialect::Machine::here())?;
+        Ok(Interpreter {
+            dialect: Dialect::of(&program),
             program,
-            flags: flags.into_iter().map(String::from).collect(),
             resolved: None,
-        }
+        })
     }
 
     /// The same with a bare program name resolved now, on PATH, outside the
@@ -109,7 +101,7 @@ impl Interpreter {
 
     fn argv(&self, line: &str) -> Vec<OsString> {
         let mut argv = vec![OsString::from(&self.program)];
-        argv.extend(self.flags.iter().map(OsString::from));
+        argv.extend(self.dialect.flags().iter().map(OsString::from));
         argv.push(line.into());
         argv
     }
@@ -165,12 +157,20 @@ impl ShellToolset {
     /// The same with an explicit sandbox (tests, embedders that decided already).
     pub fn with_sandbox(config: ShellConfig, project: &Arc<ProjectRoot>, sandbox: Sandbox) -> ShellToolset {
         let root = project.path();
-        let interpreter = Interpreter::from_env().resolved(&sandbox::writable_dirs(&config, root));
+        // Where it has none (Windows) the set was refused at load; `cmd` then
+        // stands in for the process runner, which never runs without one.
+        let interpreter = Interpreter::from_env()
+            .unwrap_or_else(|_| Interpreter {
+                program: "cmd.exe".into(),
+                dialect: Dialect::Cmd,
+                resolved: None,
+            })
+            .resolved(&sandbox::writable_dirs(&config, root));
         let sandboxed = config.sandbox == SandboxMode::Auto && sandbox.is_available();
         let spec = ToolSpec {
             name: NAME.into(),
             description: description(&interpreter, sandboxed, config.network),
-            parameters: iota_toolset::tool::describe::<Args>().1,
+            parameters: parameters(interpreter.dialect),
             approval: if config.auto_run || sandboxed {
                 ApprovalRule::Never
             } else {
@@ -237,21 +237,10 @@ impl ShellToolset {
     /// `cd DIR && LINE`, marked when it runs outside the sandbox.
     fn shown(&self, args: &Args) -> String {
         let line = &args.command;
-        let mut shown = String::new();
-        if let Some(cwd) = &args.cwd {
-            // Quoted unless plain, so a directory named `src && make` reads as
-            // one directory, not as a command the user is asked about.
-            let plain = !cwd.is_empty()
-                && cwd
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "_./-+@%:,".contains(c));
-            if plain {
-                shown.push_str(&format!("cd {cwd} && "));
-            } else {
-                shown.push_str(&format!("cd '{}' && ", cwd.replace('\'', "'\\''")));
-            }
-        }
-        shown.push_str(line);
+        let mut shown = match &args.cwd {
+            Some(cwd) => self.interpreter.dialect.in_directory(cwd, line),
+            None => line.clone(),
+        };
         if matches!(self.regime(line, &self.cwd(args)), Regime::Iota(_)) {
             shown.push_str(" (outside the sandbox)");
         }
@@ -524,10 +513,10 @@ impl ShellToolset {
         if background {
             jobs.adopt(id.clone(), label, line.to_string(), running.clone());
             return Ok(format!(
-                "Started background job {id} (pid {}). Output: {}\nA notice with its exit status and output arrives when it finishes; run `tail -n 50 {}` to see progress meanwhile.",
+                "Started background job {id} (pid {}). Output: {}\nA notice with its exit status and output arrives when it finishes; run `{}` to see progress meanwhile.",
                 running.pid,
                 log.display(),
-                log.display()
+                self.interpreter.dialect.tail(&log)
             ));
         }
         let room = jobs.has_room();
@@ -538,11 +527,11 @@ impl ShellToolset {
             let so_far = running.output();
             jobs.adopt(id.clone(), label, line.to_string(), running.clone());
             return Ok(format!(
-                "Still running after {} as background job {id} (pid {}). Output so far:\n{}\nA notice with its exit status and output arrives when it finishes; do not poll (`tail -f {}` only if you need progress).",
+                "Still running after {} as background job {id} (pid {}). Output so far:\n{}\nA notice with its exit status and output arrives when it finishes; do not poll (`{}` only if you need progress).",
                 run::duration(YIELD_AFTER),
                 running.pid,
                 so_far.strip_suffix('\n').unwrap_or(&so_far),
-                log.display()
+                self.interpreter.dialect.follow(&log)
             ));
         };
         let _ = std::fs::remove_file(&log);
@@ -999,16 +988,34 @@ pub fn description(interpreter: &Interpreter, sandboxed: bool, network: bool) ->
     } else {
         "Commands run inside an OS sandbox: file writes are confined to the project root and temp/cache directories (writes elsewhere fail with permission errors), and network access is BLOCKED.".to_string()
     };
+    let dialect = interpreter.dialect;
     format!(
         "Runs one command line with {name} ({} {} \"<command>\") and returns its combined stdout and stderr. {regime} \
 Nothing carries over between calls — environment variables, functions, aliases and cd all reset — so repeat what a command depends on. \
-Output is capped at 32 KB and 512 lines; pipe through head, tail or grep to narrow it. \
+Output is capped at 32 KB and 512 lines; {} \
 A command still running after 20 s continues as a background job and its result arrives later as a notice; \
-set background: true for servers, watchers and child agents (a job that must outlive the session detaches itself with nohup or setsid). \
+set background: true for servers, watchers and child agents (a job that must outlive the session detaches itself with {}). \
 Never poll a job.",
         interpreter.program,
-        interpreter.flags.join(" ")
+        dialect.flags().join(" "),
+        dialect.advice(),
+        dialect.detach()
     )
+}
+
+/// The parameters' schema (JSON), the command's example in `dialect`.
+fn parameters(dialect: Dialect) -> String {
+    let schema = iota_toolset::tool::describe::<Args>().1;
+    if dialect == Dialect::Posix {
+        return schema;
+    }
+    let Ok(mut value) = serde_json::from_str::<serde_json::Value>(&schema) else {
+        return schema;
+    };
+    if let Some(serde_json::Value::String(text)) = value.pointer_mut("/properties/command/description") {
+        *text = text.replace(Dialect::Posix.example(), dialect.example());
+    }
+    value.to_string()
 }
 
 impl Toolset for ShellToolset {

@@ -103,6 +103,12 @@ impl Project {
         self.config("agents:\n  default:\n    tools:\n      code:\n        auto_write: true\n")
     }
 
+    /// The shell set alone, running without asking (sandboxed where the
+    /// sandbox works), the usual config for sandbox tests.
+    pub fn auto_run(self) -> Project {
+        self.config("agents:\n  a:\n    tools:\n      shell: {auto_run: true}\n")
+    }
+
     /// Scripted answers (`--answers`).
     pub fn answers(mut self, json: &str) -> Project {
         let path = self.aux.join("answers.json");
@@ -673,4 +679,36 @@ impl Drop for Tmpfs {
     fn drop(&mut self) {
         let _ = Command::new("umount").arg(&self.0).status();
     }
+}
+
+/// Everything below `dir`: each path (a directory's ending in `/`, with no
+/// content), its content, its mode; sorted. Links are not followed.
+pub fn tree(dir: &Path) -> Vec<(String, Vec<u8>, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(at) = pending.pop() {
+        for entry in std::fs::read_dir(&at).unwrap().flatten() {
+            let path = entry.path();
+            let name = path.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                pending.push(path);
+                out.push((name + "/", Vec::new(), meta.permissions().mode()));
+            } else if meta.is_symlink() {
+                // A link's content is where it points, never what it reaches.
+                let target = std::fs::read_link(&path).unwrap_or_default();
+                let content = [b"-> ".as_slice(), target.as_os_str().as_encoded_bytes()].concat();
+                out.push((name, content, meta.permissions().mode()));
+            } else {
+                out.push((
+                    name,
+                    std::fs::read(&path).unwrap_or_default(),
+                    meta.permissions().mode(),
+                ));
+            }
+        }
+    }
+    out.sort();
+    out
 }

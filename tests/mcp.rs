@@ -738,6 +738,27 @@ fn a_cancelled_component_call_asleep_in_the_host_is_interrupted() {
 }
 
 #[test]
+fn a_cancelled_component_calls_command_is_killed() {
+    if !support::sandbox_works() {
+        return;
+    }
+    let p = hostile_for_an_hour();
+    let mut raw = Raw::start(&p);
+    let marker = format!("sleep 607.{}", support::run_tag());
+    raw.send(&format!(
+        r#"{{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{{"name":"run","arguments":{{"line":"{marker}"}}}}}}"#
+    ));
+    support::eventually("the component's command runs", || {
+        !support::processes_matching(&marker).is_empty()
+    });
+    raw.send(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}"#);
+    support::eventually("cancelling the call killed its command", || {
+        support::processes_matching(&marker).is_empty()
+    });
+    assert_a_writer_starts_next(&mut raw);
+}
+
+#[test]
 fn closing_the_connection_kills_its_jobs() {
     let p = Project::new().config("agents:\n  a:\n    tools:\n      shell: {sandbox: off, auto_run: true}\n");
     let mut raw = Raw::start(&p);

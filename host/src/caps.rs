@@ -120,6 +120,11 @@ impl Stopper {
         }
     }
 
+    /// A tool call's own cancellation (none for a task or a description).
+    pub(crate) fn cancel(&self) -> Option<&Arc<crate::session::CallCancel>> {
+        self.cancel.as_ref()
+    }
+
     /// How often a wait in the host looks again.
     pub(crate) const EVERY: std::time::Duration = std::time::Duration::from_millis(50);
 

@@ -556,7 +556,8 @@ impl ShellToolset {
     /// sandbox and approval rules, waited for to the end (never a background
     /// job). The iota exception is the model's alone: a component's command
     /// never leaves the sandbox. Returns the capped output and the exit code
-    /// (none when it was killed).
+    /// (none when it was killed). `cancel`, the calling tool call's own
+    /// cancellation, stops the command too.
     pub fn run_for_component(
         &self,
         session: &Arc<Session>,
@@ -564,6 +565,7 @@ impl ShellToolset {
         line: &str,
         cwd: Option<&str>,
         timeout: Option<Duration>,
+        cancel: Option<&crate::session::CallCancel>,
     ) -> Result<(String, Option<i32>), String> {
         let header = format!("{NAME} {line}");
         crate::approval::gate_component_command(session, ui, &header, !self.config.auto_run && !self.sandboxed())?;
@@ -575,6 +577,9 @@ impl ShellToolset {
         };
         let Started { running, log, .. } = self.start(session, line, &cwd, &regime, timeout)?;
         session.track_foreground(&running);
+        if let Some(cancel) = cancel {
+            cancel.track(&running);
+        }
         let ending = running.wait(None);
         let _ = std::fs::remove_file(&log);
         let exit = match ending {

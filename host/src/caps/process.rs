@@ -44,8 +44,16 @@ impl CallState {
             .map(|s| Duration::from_secs(u64::from(s)));
         let timeout = Some(asked.map_or(left, |asked| asked.min(left)));
         let ui: Arc<dyn Ui> = self.ui.clone();
+        let cancel = self.stop.cancel().cloned();
         shell
-            .run_for_component(&self.session, &ui, &cmd.line, cmd.cwd.as_deref(), timeout)
+            .run_for_component(
+                &self.session,
+                &ui,
+                &cmd.line,
+                cmd.cwd.as_deref(),
+                timeout,
+                cancel.as_deref(),
+            )
             .map(|(text, exit_code)| Output { text, exit_code })
     }
 }

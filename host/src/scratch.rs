@@ -104,7 +104,7 @@ impl Scratch {
                 .append(true)
                 .create(true)
                 .mode(0o600)
-                .custom_flags(nofollow())
+                .custom_flags(libc::O_NOFOLLOW)
                 .open(self.base.join(JOURNAL))?;
             *journal = Some(file);
         }
@@ -112,11 +112,6 @@ impl Scratch {
         entry.push(0);
         journal.as_mut().map_or(Ok(()), |file| file.write_all(&entry))
     }
-}
-
-/// `O_NOFOLLOW`, for std's `OpenOptions`.
-fn nofollow() -> i32 {
-    OFlags::NOFOLLOW.bits() as i32
 }
 
 /// Removes the write temporaries a dead session's journal `journal` names

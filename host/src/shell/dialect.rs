@@ -55,10 +55,16 @@ impl Dialect {
     /// `cd /d <path> && <cmd>` under cmd). `cwd` is quoted as the
     /// interpreter would need it when it is not plain.
     pub fn in_directory(self, cwd: &str, line: &str) -> String {
+        // A backslash is a path separator to PowerShell and cmd, an escape to
+        // a POSIX shell (there it is quoted).
+        let plain_chars = match self {
+            Dialect::Posix => "_./-+@%:,",
+            Dialect::PowerShell | Dialect::Cmd => "_./-+@%:,\\",
+        };
         let plain = !cwd.is_empty()
             && cwd
                 .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_./-+@%:,\\".contains(c));
+                .all(|c| c.is_ascii_alphanumeric() || plain_chars.contains(c));
         let quoted = if plain {
             cwd.to_string()
         } else {
@@ -286,6 +292,8 @@ mod tests {
         assert_eq!(Dialect::PowerShell.in_directory("src", "make"), "cd src; make");
         assert_eq!(Dialect::Cmd.in_directory("src", "make"), "cd /d src && make");
         assert_eq!(Dialect::Posix.in_directory("a && b", "ls"), "cd 'a && b' && ls");
+        assert_eq!(Dialect::Posix.in_directory(r"a\b", "ls"), r"cd 'a\b' && ls");
+        assert_eq!(Dialect::Cmd.in_directory(r"a\b", "dir"), r"cd /d a\b && dir");
         assert_eq!(Dialect::PowerShell.in_directory("it's", "ls"), "cd 'it''s'; ls");
         assert_eq!(Dialect::Cmd.in_directory("my dir", "dir"), "cd /d \"my dir\" && dir");
         let log = Path::new("/tmp/iota-jobs/1/b1.log");

@@ -760,14 +760,7 @@ fn an_iota_child_dies_with_its_host_and_leaves_nothing_in_tmp() {
     let Some(p) = sandboxed() else { return };
     let p = p.auto_run();
     let temp = tempfile::tempdir().unwrap();
-    let scratch_dirs = || -> Vec<std::path::PathBuf> {
-        std::fs::read_dir(temp.path())
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|path| path.file_name().unwrap().to_string_lossy().starts_with("iota-"))
-            .collect()
-    };
+    let scratch_dirs = || scratch_dirs_in(temp.path());
     let tag = std::process::id();
     let child_line = |inner: &str| {
         let inner = json!({ "command": inner }).to_string();
@@ -780,13 +773,6 @@ fn an_iota_child_dies_with_its_host_and_leaves_nothing_in_tmp() {
             .arg(outer.to_string());
         cmd
     };
-    let wait_for = |what: &dyn Fn() -> bool| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while !what() {
-            assert!(std::time::Instant::now() < deadline, "timed out");
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-    };
     // The host killed while its child runs.
     let mut host =
         parent(json!({"command": child_line(&format!("head -c 3000000 /dev/zero > /tmp/big; sleep 601.{tag}"))}))
@@ -798,13 +784,7 @@ fn an_iota_child_dies_with_its_host_and_leaves_nothing_in_tmp() {
     host.kill().unwrap();
     host.wait().unwrap();
     wait_for(&|| support::processes_matching(&format!("sleep 601.{tag}")).is_empty());
-    let out = p
-        .command()
-        .env("TMPDIR", temp.path())
-        .args(["call", "shell", r#"{"command":"true"}"#])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    shell_true_with_temp(&p, temp.path());
     assert_eq!(
         scratch_dirs(),
         Vec::<std::path::PathBuf>::new(),
@@ -1576,6 +1556,36 @@ fn jobs_flooding_their_logs_stop_at_the_cap() {
     assert!(left.is_empty(), "logs left after the session: {left:?}");
 }
 
+/// The scratch directories (`iota-*`) in the temp directory `temp`.
+fn scratch_dirs_in(temp: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(temp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|path| path.file_name().unwrap().to_string_lossy().starts_with("iota-"))
+        .collect()
+}
+
+/// Waits up to 30 s for `what`, failing the test past that.
+fn wait_for(what: &dyn Fn() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !what() {
+        assert!(std::time::Instant::now() < deadline, "timed out");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// `call shell true` in `p` with `temp` as the temp directory, which must succeed.
+fn shell_true_with_temp(p: &Project, temp: &std::path::Path) {
+    let out = p
+        .command()
+        .env("TMPDIR", temp)
+        .args(["call", "shell", r#"{"command":"true"}"#])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// A host killed with `kill -9` (an iota child stopped by its parent's
 /// timeout is killed so) cannot remove its directory under the temp
 /// directory, with what its sandboxed commands wrote to /tmp and their
@@ -1586,14 +1596,7 @@ fn jobs_flooding_their_logs_stop_at_the_cap() {
 fn what_a_killed_host_left_in_tmp_is_removed_by_the_next() {
     let Some(p) = sandboxed() else { return };
     let temp = tempfile::tempdir().unwrap();
-    let scratch_dirs = || -> Vec<std::path::PathBuf> {
-        std::fs::read_dir(temp.path())
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .filter(|path| path.file_name().unwrap().to_string_lossy().starts_with("iota-"))
-            .collect()
-    };
+    let scratch_dirs = || scratch_dirs_in(temp.path());
     let start = |command: &str| {
         let mut cmd = p.command();
         cmd.env("TMPDIR", temp.path())
@@ -1602,13 +1605,6 @@ fn what_a_killed_host_left_in_tmp_is_removed_by_the_next() {
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null());
         cmd.spawn().unwrap()
-    };
-    let wait_for = |what: &dyn Fn() -> bool| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-        while !what() {
-            assert!(std::time::Instant::now() < deadline, "timed out");
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
     };
     let mut killed = start("head -c 5000000 /dev/zero > /tmp/big; echo written; sleep 60");
     wait_for(&|| {
@@ -1622,13 +1618,7 @@ fn what_a_killed_host_left_in_tmp_is_removed_by_the_next() {
     assert!(left.iter().all(|d| d.exists()), "nothing removed it yet");
     let mut running = start("echo alive > /tmp/mine; sleep 60");
     wait_for(&|| scratch_dirs().iter().any(|d| d.join("tmp/mine").exists()));
-    let out = p
-        .command()
-        .env("TMPDIR", temp.path())
-        .args(["call", "shell", r#"{"command":"true"}"#])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    shell_true_with_temp(&p, temp.path());
     assert!(left.iter().all(|d| !d.exists()), "the killed host's directory is gone");
     assert!(
         scratch_dirs().iter().any(|d| d.join("tmp/mine").exists()),
@@ -1639,13 +1629,7 @@ fn what_a_killed_host_left_in_tmp_is_removed_by_the_next() {
     running.wait().unwrap();
     // The placeholders the killed hosts made in the project: the next
     // session's end removes them.
-    let out = p
-        .command()
-        .env("TMPDIR", temp.path())
-        .args(["call", "shell", r#"{"command":"true"}"#])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    shell_true_with_temp(&p, temp.path());
     for placeholder in [".git", ".iota", "HEAD"] {
         assert!(!p.path(placeholder).exists(), "{placeholder} left in the project");
     }

@@ -94,7 +94,6 @@ impl AuditLog {
     /// Opens (creating, appending) the log at `path` for `agent`'s calls:
     /// private to the user, never through a link, never under `root`.
     pub fn open(path: &Path, agent: &str, root: &Path) -> std::io::Result<AuditLog> {
-        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
         let absolute = std::path::absolute(path)?;
         let parent = absolute
             .parent()
@@ -106,15 +105,15 @@ impl AuditLog {
                 root.display()
             )));
         }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .mode(0o600)
-            .custom_flags(nix::libc::O_NOFOLLOW)
-            .open(path)?;
+        let file =
+            crate::platform::open_private_no_follow(std::fs::OpenOptions::new().create(true).append(true), path)?;
         // An existing log others could read becomes private too.
-        if file.metadata()?.permissions().mode() & 0o077 != 0 {
-            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            if file.metadata()?.permissions().mode() & 0o077 != 0 {
+                file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+            }
         }
         Ok(AuditLog {
             file: Mutex::new(file),

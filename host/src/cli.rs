@@ -125,6 +125,7 @@ pub fn main() -> ExitCode {
 /// call; each store is held to `MAX_HANDLES`, and a soft limit of 1,024 (a
 /// common default) is less than one parallel call may hold on a machine of
 /// four cores or more. The hard limit is the administrator's and stays.
+#[cfg(unix)]
 fn raise_open_files_limit() {
     use nix::sys::resource::{Resource, getrlimit, setrlimit};
     if let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE)
@@ -133,6 +134,10 @@ fn raise_open_files_limit() {
         let _ = setrlimit(Resource::RLIMIT_NOFILE, hard, hard);
     }
 }
+
+/// Windows keeps no per-process limit of open handles short of memory.
+#[cfg(windows)]
+fn raise_open_files_limit() {}
 
 /// The project root of the session whose model wrote this command line, when
 /// this process is an iota exception (the shell tool sets it); after checking

@@ -81,24 +81,28 @@ pub fn read(git_dir: &Path, index: &Path, budget: &mut u64) -> Result<Index, Unr
 /// where there is none. Opened without blocking (a FIFO named `index` in a
 /// repository a command made must not hang the host).
 fn read_regular(path: &Path, max: u64) -> Result<Option<Vec<u8>>, Unreadable> {
-    use rustix::fs::{FileType, Mode, OFlags};
-    let flags = OFlags::RDONLY | OFlags::CLOEXEC | OFlags::NONBLOCK | OFlags::NOFOLLOW;
-    let fd = match rustix::fs::open(path, flags, Mode::empty()) {
-        Ok(fd) => fd,
-        Err(rustix::io::Errno::NOENT | rustix::io::Errno::NOTDIR) => return Ok(None),
+    let file = match crate::platform::open_to_read_no_follow(path) {
+        Ok(file) => file,
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(None);
+        }
         Err(_) => return Err(Unreadable::NotAFile),
     };
-    let st = rustix::fs::fstat(&fd).map_err(|_| Unreadable::NotAFile)?;
-    if FileType::from_raw_mode(st.st_mode) != FileType::RegularFile {
+    let meta = file.metadata().map_err(|_| Unreadable::NotAFile)?;
+    if !meta.is_file() {
         return Err(Unreadable::NotAFile);
     }
-    if st.st_size as u64 > max {
+    if meta.len() > max {
         return Err(Unreadable::TooLarge);
     }
-    let mut bytes = Vec::with_capacity(st.st_size as usize);
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
     use std::io::Read;
-    std::fs::File::from(fd)
-        .take(max)
+    file.take(max)
         .read_to_end(&mut bytes)
         .map_err(|_| Unreadable::NotAFile)?;
     Ok(Some(bytes))
@@ -127,7 +131,6 @@ fn hash_len(git_dir: &Path, budget: &mut u64) -> usize {
 
 /// The gitlinks of one index file, and the shared index it names (hex).
 fn parse(bytes: &[u8], hash: usize) -> Result<(Vec<PathBuf>, Option<String>), Unreadable> {
-    use std::os::unix::ffi::OsStrExt;
     let u32_at = |at: usize| -> Result<u32, Unreadable> {
         let b = bytes.get(at..at + 4).ok_or(Unreadable::Malformed)?;
         Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
@@ -183,7 +186,7 @@ fn parse(bytes: &[u8], hash: usize) -> Result<(Vec<PathBuf>, Option<String>), Un
                 .split(|&b| b == b'/')
                 .all(|c| !c.is_empty() && c != b"." && c != b"..");
         if mode & 0o170000 == 0o160000 && plain {
-            links.push(PathBuf::from(std::ffi::OsStr::from_bytes(&path)));
+            links.push(crate::platform::path_from_bytes(path.to_vec()));
         }
         previous = path;
     }

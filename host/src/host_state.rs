@@ -17,8 +17,6 @@
 //! refused.
 
 use std::io::Write;
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 /// Length of a file's tag, after its contents.
@@ -67,9 +65,9 @@ impl StateDir {
             }
             Err(_) => {
                 if let Some(parent) = dir.parent() {
-                    let _ = std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent);
+                    let _ = crate::platform::private_dir_builder().recursive(true).create(parent);
                 }
-                if let Err(e) = std::fs::DirBuilder::new().mode(0o700).create(dir) {
+                if let Err(e) = crate::platform::private_dir_builder().create(dir) {
                     return refuse(&format!("cannot be created: {e}"));
                 }
             }
@@ -128,11 +126,19 @@ impl StateDir {
         let examined = std::time::SystemTime::now();
         let file = self.open_sealed(name)?;
         let meta = file.metadata().ok()?;
-        let through = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
-        if !through.exists() {
+        #[cfg(unix)]
+        let through =
+            crate::project::fd_path(std::os::fd::AsRawFd::as_raw_fd(&file)).filter(|through| through.exists());
+        #[cfg(windows)]
+        let through: Option<PathBuf> = None;
+        let Some(through) = through else {
+            // On Windows `file` is open sharing reads only, so nobody writes,
+            // replaces or removes it before `use_file` is done with it.
             self.verify(&file, &meta, name, |_| ())?;
-            return Some(use_file(&self.dir.join(name)));
-        }
+            let used = use_file(&self.dir.join(name));
+            drop(file);
+            return Some(used);
+        };
         let stamp = Stamp::of(&meta);
         let memo = format!("{name}{VERIFIED_SUFFIX}");
         if self.read(&memo).as_deref() != Some(&stamp.bytes()[..]) {
@@ -157,11 +163,10 @@ impl StateDir {
 
     /// The file `name`, opened to read without following a link or waiting.
     fn open_sealed(&self, name: &str) -> Option<std::fs::File> {
-        std::fs::File::options()
-            .read(true)
-            .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
-            .open(self.dir.join(name))
-            .ok()
+        #[cfg(windows)]
+        return crate::platform::windows::open_sharing_reads_only(&self.dir.join(name)).ok();
+        #[cfg(unix)]
+        crate::platform::open_to_read_no_follow(&self.dir.join(name)).ok()
     }
 
     /// Calls `use_contents` on the contents of `file` (the file `name`, as
@@ -222,7 +227,9 @@ const SETTLED: std::time::Duration = std::time::Duration::from_secs(2);
 struct Stamp([i64; 7]);
 
 impl Stamp {
+    #[cfg(unix)]
     fn of(meta: &std::fs::Metadata) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
         // Bit patterns: a device or inode number past i64 stays distinct.
         Stamp([
             meta.dev() as i64,
@@ -232,6 +239,23 @@ impl Stamp {
             meta.ctime_nsec(),
             meta.mtime(),
             meta.mtime_nsec(),
+        ])
+    }
+
+    /// Windows has no change time; the creation time and the file's index
+    /// in its volume (which a rename over it changes) stand in for it.
+    #[cfg(windows)]
+    fn of(meta: &std::fs::Metadata) -> Stamp {
+        use std::os::windows::fs::MetadataExt;
+        let ns = |t: u64| (t as i64).wrapping_sub(116_444_736_000_000_000).wrapping_mul(100);
+        Stamp([
+            0,
+            0,
+            meta.file_size() as i64,
+            ns(meta.creation_time()).div_euclid(1_000_000_000),
+            ns(meta.creation_time()).rem_euclid(1_000_000_000),
+            ns(meta.last_write_time()).div_euclid(1_000_000_000),
+            ns(meta.last_write_time()).rem_euclid(1_000_000_000),
         ])
     }
 
@@ -253,11 +277,13 @@ impl Stamp {
 }
 
 /// A file mapped read-only and private, unmapped on drop.
+#[cfg(unix)]
 struct Mapping {
     at: std::ptr::NonNull<std::ffi::c_void>,
     len: usize,
 }
 
+#[cfg(unix)]
 impl Mapping {
     fn of(file: &std::fs::File, len: usize) -> Option<Mapping> {
         use nix::sys::mman::{MapFlags, ProtFlags, mmap};
@@ -283,6 +309,7 @@ impl Mapping {
     }
 }
 
+#[cfg(unix)]
 impl Drop for Mapping {
     fn drop(&mut self) {
         // SAFETY: unmaps exactly the mapping `of` made; no slice outlives it.
@@ -290,24 +317,33 @@ impl Drop for Mapping {
     }
 }
 
+/// A file's contents, read whole: the open file is shared for reading
+/// only, so what was read is what is there.
+#[cfg(windows)]
+struct Mapping(Vec<u8>);
+
+#[cfg(windows)]
+impl Mapping {
+    fn of(mut file: &std::fs::File, len: usize) -> Option<Mapping> {
+        let mut data = Vec::with_capacity(len);
+        std::io::Read::read_to_end(&mut file, &mut data).ok()?;
+        (data.len() == len).then_some(Mapping(data))
+    }
+
+    fn bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
 /// Creates `path` for writing: a new file (never an existing one, never
 /// through a link), readable by its owner only.
 pub fn create_exclusive(path: &Path) -> std::io::Result<std::fs::File> {
-    std::fs::File::options()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(path)
+    crate::platform::open_private_no_follow(std::fs::File::options().write(true).create_new(true), path)
 }
 
 /// The key at `path`, made now if there is none.
 fn read_key(path: &Path) -> Result<[u8; 32], String> {
-    match std::fs::File::options()
-        .read(true)
-        .custom_flags(nix::libc::O_NOFOLLOW)
-        .open(path)
-    {
+    match crate::platform::open_to_read_no_follow(path) {
         Ok(mut file) => {
             let meta = file.metadata().map_err(|e| e.to_string())?;
             if !meta.is_file() || !owned_and_private(&meta, 0o077) {
@@ -336,17 +372,28 @@ fn read_key(path: &Path) -> Result<[u8; 32], String> {
 }
 
 /// Whether `meta` is the effective user's and no bit of `forbidden` is set.
+#[cfg(unix)]
 fn owned_and_private(meta: &std::fs::Metadata, forbidden: u32) -> bool {
+    use std::os::unix::fs::MetadataExt;
     meta.uid() == nix::unistd::geteuid().as_raw() && meta.mode() & forbidden == 0
+}
+
+/// On Windows a file's privacy is its ACL, inherited from the user's
+/// profile where the state lives; no sandboxed command of another identity
+/// exists there to guard against.
+#[cfg(windows)]
+fn owned_and_private(_meta: &std::fs::Metadata, _forbidden: u32) -> bool {
+    true
 }
 
 fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use std::os::unix::fs::MetadataExt;
 
     #[test]
     fn sealed_files_read_back_and_any_change_is_refused() {

@@ -39,6 +39,7 @@ mod host_state;
 mod inspect;
 #[cfg(feature = "mcp")]
 mod mcp;
+mod platform;
 #[cfg(feature = "cli")]
 mod present;
 mod project;

@@ -441,25 +441,55 @@ pub fn serve(host: Host, ui: Option<Arc<dyn Ui>>) -> anyhow::Result<()> {
         // SIGTERM, SIGINT and SIGHUP end the session as the client's leaving
         // does (jobs killed, placeholders and scratch removed), then the
         // process, with 128 + the signal's number.
-        use tokio::signal::unix::{SignalKind, signal};
-        let (mut term, mut int, mut hup) = (
-            signal(SignalKind::terminate())?,
-            signal(SignalKind::interrupt())?,
-            signal(SignalKind::hangup())?,
-        );
         let signalled = tokio::select! {
             ended = running.waiting() => {
                 ended?;
                 None
             }
-            _ = term.recv() => Some(nix::sys::signal::Signal::SIGTERM),
-            _ = int.recv() => Some(nix::sys::signal::Signal::SIGINT),
-            _ = hup.recv() => Some(nix::sys::signal::Signal::SIGHUP),
+            number = ending_signal() => Some(number?),
         };
         if let Some(number) = signalled {
             tokio::task::spawn_blocking(move || session.session.end()).await?;
-            std::process::exit(128 + number as i32);
+            std::process::exit(128 + number);
         }
         anyhow::Ok(())
+    })
+}
+
+/// The number of the first of SIGTERM, SIGINT and SIGHUP this process gets.
+#[cfg(unix)]
+async fn ending_signal() -> std::io::Result<i32> {
+    use nix::sys::signal::Signal;
+    use tokio::signal::unix::{SignalKind, signal};
+    let (mut term, mut int, mut hup) = (
+        signal(SignalKind::terminate())?,
+        signal(SignalKind::interrupt())?,
+        signal(SignalKind::hangup())?,
+    );
+    let signal = tokio::select! {
+        _ = term.recv() => Signal::SIGTERM,
+        _ = int.recv() => Signal::SIGINT,
+        _ = hup.recv() => Signal::SIGHUP,
+    };
+    Ok(signal as i32)
+}
+
+/// Windows' console events, numbered as the C runtime numbers the signals
+/// they raise: Ctrl+C is SIGINT (2); Ctrl+Break, closing the console, logoff
+/// and shutdown are SIGTERM's 15, as each asks the process to end.
+#[cfg(windows)]
+async fn ending_signal() -> std::io::Result<i32> {
+    use tokio::signal::windows;
+    let (mut c, mut brk, mut close, mut shutdown) = (
+        windows::ctrl_c()?,
+        windows::ctrl_break()?,
+        windows::ctrl_close()?,
+        windows::ctrl_shutdown()?,
+    );
+    Ok(tokio::select! {
+        _ = c.recv() => 2,
+        _ = brk.recv() => 15,
+        _ = close.recv() => 15,
+        _ = shutdown.recv() => 15,
     })
 }

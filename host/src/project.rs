@@ -14,7 +14,14 @@
 //! to bind. The path is kept for what is shown (messages, the components'
 //! absolute paths, the sandbox's mount point), never to reach the directory.
 
+//!
+//! On Windows the root is a directory handle held without sharing delete
+//! access: nobody can rename or remove it while the host runs, so its path
+//! stays the way to it (`platform::windows::HeldDir`).
+
+#[cfg(unix)]
 use rustix::fs::{Mode, OFlags};
+#[cfg(unix)]
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
@@ -22,17 +29,28 @@ use std::path::{Path, PathBuf};
 #[derive(Debug)]
 pub struct ProjectRoot {
     path: PathBuf,
+    #[cfg(unix)]
     dir: OwnedFd,
+    #[cfg(windows)]
+    _held: crate::platform::windows::HeldDir,
 }
 
 impl ProjectRoot {
     /// Opens `path` (absolute and canonical: no link on it) and holds it.
     pub fn open(path: &Path) -> std::io::Result<ProjectRoot> {
-        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-        let dir = rustix::fs::open(path, flags, Mode::empty())?;
+        #[cfg(unix)]
+        let pinned = {
+            let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+            rustix::fs::open(path, flags, Mode::empty())?
+        };
+        #[cfg(windows)]
+        let pinned = crate::platform::windows::HeldDir::open(path)?;
         Ok(ProjectRoot {
             path: path.to_path_buf(),
-            dir,
+            #[cfg(unix)]
+            dir: pinned,
+            #[cfg(windows)]
+            _held: pinned,
         })
     }
 
@@ -45,16 +63,21 @@ impl ProjectRoot {
     /// A path that reaches the pinned directory itself, whatever its path
     /// has become: `/proc/self/fd/N`. Where /proc is not mounted, its path.
     pub fn handle(&self) -> PathBuf {
-        fd_path(self.dir.as_raw_fd()).unwrap_or_else(|| self.path.clone())
+        #[cfg(unix)]
+        return fd_path(self.dir.as_raw_fd()).unwrap_or_else(|| self.path.clone());
+        #[cfg(windows)]
+        self.path.clone()
     }
 
     /// The pinned directory's descriptor (`O_PATH`).
+    #[cfg(unix)]
     pub fn fd(&self) -> BorrowedFd<'_> {
         self.dir.as_fd()
     }
 
     /// A new descriptor of the pinned directory, for a child to inherit
     /// (close-on-exec cleared by the spawn that hands it over).
+    #[cfg(unix)]
     pub fn duplicate(&self) -> std::io::Result<OwnedFd> {
         Ok(rustix::io::fcntl_dupfd_cloexec(&self.dir, 3)?)
     }
@@ -63,6 +86,7 @@ impl ProjectRoot {
     /// way (each component opened `O_NOFOLLOW`, `..` and absolute paths
     /// refused), with `flags` for the last: what a sandboxed command swapped
     /// for a link is not reached through it.
+    #[cfg(unix)]
     pub fn open_beneath(&self, rel: &Path, flags: OFlags) -> std::io::Result<OwnedFd> {
         use std::path::Component;
         let names: Vec<&std::ffi::OsStr> = rel
@@ -94,11 +118,15 @@ impl ProjectRoot {
 
     /// Where the pinned directory is now, by the kernel's account.
     pub fn current_path(&self) -> Option<PathBuf> {
-        std::fs::read_link(fd_path(self.dir.as_raw_fd())?).ok()
+        #[cfg(unix)]
+        return std::fs::read_link(fd_path(self.dir.as_raw_fd())?).ok();
+        #[cfg(windows)]
+        Some(self.path.clone())
     }
 }
 
 /// `/proc/self/fd/N`, where this process's descriptors are reachable so.
+#[cfg(unix)]
 pub fn fd_path(fd: i32) -> Option<PathBuf> {
     static MOUNTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     MOUNTED
@@ -106,7 +134,7 @@ pub fn fd_path(fd: i32) -> Option<PathBuf> {
         .then(|| PathBuf::from(format!("/proc/self/fd/{fd}")))
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

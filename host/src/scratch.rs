@@ -16,11 +16,14 @@
 //! directory whose `.owner` can be locked belongs to nobody alive. The
 //! directory comes into place (a rename) only once its lock is held, so no
 //! sweep sees one half made.
+//!
+//! On Windows the lock is the `.owner` file itself, held open sharing
+//! nothing: nobody else can open it while its maker lives, and Windows
+//! closes the handle when the process dies, however it dies.
 
+#[cfg(unix)]
 use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
-use std::ffi::OsStr;
 use std::fs::File;
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -56,18 +59,15 @@ impl Scratch {
         sweep_soon(&temp);
         let token = crate::secret::token();
         let staging = temp.join(format!(".{PREFIX}staging-{token}"));
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new().mode(0o700).create(&staging)?;
+        crate::platform::private_dir_builder().create(&staging)?;
         let made = (|| {
-            let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            let owner = rustix::fs::open(staging.join(OWNER), flags, Mode::from_raw_mode(0o600))?;
-            rustix::fs::flock(&owner, FlockOperation::NonBlockingLockExclusive)?;
+            let owner = hold_owner(&staging.join(OWNER))?;
             let base = temp.join(format!("{PREFIX}{token}"));
             std::fs::rename(&staging, &base)?;
             Ok(Scratch {
                 base,
                 journal: Mutex::new(None),
-                _owner: File::from(owner),
+                _owner: owner,
             })
         })();
         if made.is_err() {
@@ -85,8 +85,7 @@ impl Scratch {
     /// Its subdirectory `name` (0700), made if missing.
     pub fn subdir(&self, name: &str) -> std::io::Result<PathBuf> {
         let dir = self.base.join(name);
-        use std::os::unix::fs::DirBuilderExt;
-        match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        match crate::platform::private_dir_builder().create(&dir) {
             Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
             _ => Ok(dir),
         }
@@ -97,15 +96,12 @@ impl Scratch {
     /// Adds `path` (a write's temporary, about to be made) to the journal.
     pub fn note_temporary(&self, path: &Path) -> std::io::Result<()> {
         use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
         let mut journal = self.journal.lock().unwrap_or_else(|e| e.into_inner());
         if journal.is_none() {
-            let file = std::fs::OpenOptions::new()
-                .append(true)
-                .create(true)
-                .mode(0o600)
-                .custom_flags(libc::O_NOFOLLOW)
-                .open(self.base.join(JOURNAL))?;
+            let file = crate::platform::open_private_no_follow(
+                std::fs::OpenOptions::new().append(true).create(true),
+                &self.base.join(JOURNAL),
+            )?;
             *journal = Some(file);
         }
         let mut entry = path.as_os_str().as_encoded_bytes().to_vec();
@@ -121,42 +117,121 @@ impl Scratch {
 fn sweep_journal(journal: &Path) -> usize {
     use std::io::Read;
     let mut text = Vec::new();
-    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
-    let Ok(fd) = rustix::fs::open(journal, flags, Mode::empty()) else {
+    let Ok(file) = crate::platform::open_to_read_no_follow(journal) else {
         return 0;
     };
-    if File::from(fd).take(MAX_JOURNAL).read_to_end(&mut text).is_err() {
+    if file.take(MAX_JOURNAL).read_to_end(&mut text).is_err() {
         return 0;
     }
-    let uid = rustix::process::geteuid().as_raw();
     let mut removed = 0;
     for entry in text.split(|b| *b == 0).filter(|e| !e.is_empty()) {
-        let path = Path::new(OsStr::from_bytes(entry));
+        let path = crate::platform::path_from_bytes(entry.to_vec());
         let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
             continue;
         };
-        if !path.is_absolute() || !crate::caps::writes::is_write_temporary(name.as_bytes()) {
+        if !path.is_absolute() || !crate::caps::writes::is_write_temporary(name.as_encoded_bytes()) {
             continue;
         }
-        let how = rustix::fs::ResolveFlags::NO_SYMLINKS | rustix::fs::ResolveFlags::NO_MAGICLINKS;
-        let opened = rustix::fs::openat2(
-            rustix::fs::CWD,
-            dir,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-            how,
-        );
-        let Ok(dir) = opened else {
-            continue;
-        };
-        let ours = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
-            rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile && st.st_uid == uid
-        });
-        if ours && rustix::fs::unlinkat(&dir, name, AtFlags::empty()).is_ok() {
+        if remove_temporary(dir, name) {
             removed += 1;
         }
     }
     removed
+}
+
+/// Removes the write temporary `name` in `dir` if it is a regular file of
+/// this user's, `dir` opened beneath `/` with no link followed on the way.
+#[cfg(unix)]
+fn remove_temporary(dir: &Path, name: &std::ffi::OsStr) -> bool {
+    let uid = rustix::process::geteuid().as_raw();
+    let how = rustix::fs::ResolveFlags::NO_SYMLINKS | rustix::fs::ResolveFlags::NO_MAGICLINKS;
+    let opened = rustix::fs::openat2(
+        rustix::fs::CWD,
+        dir,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+        how,
+    );
+    let Ok(dir) = opened else {
+        return false;
+    };
+    let ours = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
+        rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile && st.st_uid == uid
+    });
+    ours && rustix::fs::unlinkat(&dir, name, AtFlags::empty()).is_ok()
+}
+
+/// Removes the write temporary `name` in `dir` if it is a regular file,
+/// every directory from the drive's root to `dir` held and none a reparse
+/// point. (Windows' temp directory is the user's own.)
+#[cfg(windows)]
+fn remove_temporary(dir: &Path, name: &std::ffi::OsStr) -> bool {
+    let Ok(held) = crate::platform::windows::hold_absolute(dir) else {
+        return false;
+    };
+    let Ok(path) = held.join(name) else {
+        return false;
+    };
+    std::fs::symlink_metadata(&path)
+        .is_ok_and(|meta| meta.is_file() && !crate::platform::windows::is_reparse_point(&meta))
+        && std::fs::remove_file(&path).is_ok()
+}
+
+/// Creates the owner file `path` and takes its lock: an exclusive `flock`,
+/// which the kernel lets go of when the process dies.
+#[cfg(unix)]
+fn hold_owner(path: &Path) -> std::io::Result<File> {
+    let flags = OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let owner = rustix::fs::open(path, flags, Mode::from_raw_mode(0o600))?;
+    rustix::fs::flock(&owner, FlockOperation::NonBlockingLockExclusive)?;
+    Ok(File::from(owner))
+}
+
+/// Creates the owner file `path`, open sharing nothing: Windows closes the
+/// handle when the process dies, however it dies.
+#[cfg(windows)]
+fn hold_owner(path: &Path) -> std::io::Result<File> {
+    use std::os::windows::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .share_mode(0)
+        .open(path)
+}
+
+/// Whether the scratch directory `path` is this user's and its maker gone:
+/// a directory (no link), its `.owner` lockable.
+#[cfg(unix)]
+fn abandoned(path: &Path) -> bool {
+    let uid = rustix::process::geteuid().as_raw();
+    let Ok(st) = rustix::fs::statat(rustix::fs::CWD, path, AtFlags::SYMLINK_NOFOLLOW) else {
+        return false;
+    };
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Directory || st.st_uid != uid {
+        return false;
+    }
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
+    let Ok(owner) = rustix::fs::open(path.join(OWNER), flags, Mode::empty()) else {
+        return false;
+    };
+    rustix::fs::flock(&owner, FlockOperation::NonBlockingLockExclusive).is_ok()
+}
+
+/// Whether the scratch directory `path` is abandoned: a directory (no
+/// reparse point) whose `.owner` opens sharing nothing, so no process holds
+/// it.
+#[cfg(windows)]
+fn abandoned(path: &Path) -> bool {
+    use std::os::windows::fs::OpenOptionsExt;
+    let is_dir = std::fs::symlink_metadata(path)
+        .is_ok_and(|meta| meta.is_dir() && !crate::platform::windows::is_reparse_point(&meta));
+    is_dir
+        && std::fs::OpenOptions::new()
+            .read(true)
+            .share_mode(0)
+            .open(path.join(OWNER))
+            .is_ok()
 }
 
 impl Drop for Scratch {
@@ -174,15 +249,19 @@ pub fn remove_tree(dir: &Path) -> bool {
     if std::fs::remove_dir_all(dir).is_ok() {
         return true;
     }
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    if let Ok(fd) = rustix::fs::open(dir, flags, Mode::empty()) {
-        make_owner_writable(fd, 0);
+    #[cfg(unix)]
+    {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        if let Ok(fd) = rustix::fs::open(dir, flags, Mode::empty()) {
+            make_owner_writable(fd, 0);
+        }
     }
     std::fs::remove_dir_all(dir).is_ok()
 }
 
 /// `chmod 700` on the directory `fd` and every directory below it (to a
 /// depth no path reaches).
+#[cfg(unix)]
 fn make_owner_writable(fd: std::os::fd::OwnedFd, depth: usize) {
     if depth > 2048 || rustix::fs::fchmod(&fd, Mode::from_raw_mode(0o700)).is_err() {
         return;
@@ -225,7 +304,6 @@ pub fn sweep(temp: &Path) -> usize {
     let Ok(entries) = std::fs::read_dir(temp) else {
         return 0;
     };
-    let uid = rustix::process::geteuid().as_raw();
     let mut removed = 0;
     for entry in entries.flatten() {
         let name = entry.file_name();
@@ -233,17 +311,7 @@ pub fn sweep(temp: &Path) -> usize {
             continue;
         }
         let path = entry.path();
-        let Ok(st) = rustix::fs::statat(rustix::fs::CWD, &path, AtFlags::SYMLINK_NOFOLLOW) else {
-            continue;
-        };
-        if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Directory || st.st_uid != uid {
-            continue;
-        }
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC | OFlags::NONBLOCK;
-        let Ok(owner) = rustix::fs::open(path.join(OWNER), flags, Mode::empty()) else {
-            continue;
-        };
-        if rustix::fs::flock(&owner, FlockOperation::NonBlockingLockExclusive).is_ok() {
+        if abandoned(&path) {
             sweep_journal(&path.join(JOURNAL));
             // Even what a command there made unwritable (`chmod 555`).
             if remove_tree(&path) {
@@ -254,7 +322,7 @@ pub fn sweep(temp: &Path) -> usize {
     removed
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

@@ -28,6 +28,7 @@ pub struct Session {
     /// Bytes the session's command logs may still take on the host.
     log_budget: OnceLock<Arc<AtomicU64>>,
     /// The repositories below the root, kept up to date between sandbox starts.
+    #[cfg(unix)]
     repositories: Mutex<crate::protected::RepositoryIndex>,
     foreground: Mutex<Vec<std::sync::Weak<Running>>>,
     cancellations: AtomicU64,
@@ -78,6 +79,7 @@ impl Default for Session {
             scratch: Mutex::default(),
             ended: Default::default(),
             placeholders: Mutex::default(),
+            #[cfg(unix)]
             repositories: Mutex::default(),
             log_budget: OnceLock::new(),
             foreground: Mutex::default(),
@@ -205,11 +207,19 @@ impl Session {
     /// name is gone, the next host removes it. A journal that cannot be
     /// kept does not stop the write (the name is still hidden from every
     /// listing, and swept by the next write of the file).
+    #[cfg(unix)]
     pub fn note_temporary(&self, dir: std::os::fd::BorrowedFd<'_>, temporary: &std::ffi::OsStr) {
         use std::os::fd::AsRawFd;
         let Ok(dir) = std::fs::read_link(format!("/proc/self/fd/{}", dir.as_raw_fd())) else {
             return;
         };
+        let _ = self.with_scratch(|scratch| scratch.note_temporary(&dir.join(temporary)));
+    }
+
+    /// Notes in the session's journal that a write is about to make
+    /// `temporary` in the held directory `dir` (its path is its own).
+    #[cfg(windows)]
+    pub fn note_temporary(&self, dir: &std::path::Path, temporary: &std::ffi::OsStr) {
         let _ = self.with_scratch(|scratch| scratch.note_temporary(&dir.join(temporary)));
     }
 
@@ -245,6 +255,7 @@ impl Session {
     /// a bare layout) and the submodules their indexes record, for the
     /// sandbox to keep read-only: walked once in the session, then only
     /// what changed (`protected::RepositoryIndex`).
+    #[cfg(unix)]
     pub fn repositories(&self, root: &std::path::Path) -> Result<crate::protected::Repositories, String> {
         self.repositories.lock().unwrap().refresh(root)
     }

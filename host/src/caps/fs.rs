@@ -15,10 +15,13 @@ use super::bindings::iota::toolset::files::{
 };
 use crate::project::ProjectRoot;
 use anyhow::{Context as _, Result};
-use cap_primitives::fs::{FollowSymlinks, OpenOptions, OpenOptionsExt};
+#[cfg(unix)]
+use cap_primitives::fs::OpenOptionsExt;
+use cap_primitives::fs::{FollowSymlinks, OpenOptions};
 use iota_toolset::files::{
     MAX_STAT_NAME_BYTES, MAX_STAT_NAMES, NAME_SEPARATOR, NeedleSearch, is_statable_name, modified_ns, ns_since_epoch,
 };
+#[cfg(unix)]
 use iota_toolset::jail::plain_rest;
 use iota_toolset::output::plain;
 use std::io::Read;
@@ -27,6 +30,7 @@ use std::time::SystemTime;
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 mod contents;
+#[cfg_attr(not(target_os = "linux"), path = "fs/warm/unwatched.rs")]
 mod warm;
 use contents::{NeedleTrigrams, Version};
 pub use warm::{MAX_ENTRIES as MAX_WARM_ENTRIES, WarmStats, WarmTree};
@@ -112,6 +116,7 @@ impl FilesRoot {
     /// is cut by bytes, no component parsed. A root ending in `/` (the
     /// filesystem's root) never is: `//a` must take the long way, which
     /// refuses it.
+    #[cfg(unix)]
     fn holds_plainly(&self, path: &Path) -> bool {
         !self.at.as_os_str().as_encoded_bytes().ends_with(b"/") && plain_rest(path, &self.at).is_some()
     }
@@ -352,6 +357,14 @@ fn stat_name(dir: &std::fs::File, name: &str) -> Option<EntryStat> {
 
 /// Opens the directory `relative` beneath `root` for reading its entries
 /// (cap-std's `open_dir` opens `O_PATH`, which cannot be read).
+#[cfg(windows)]
+fn open_listable(root: &FilesRoot, relative: &Path) -> Result<std::fs::File, String> {
+    cap_primitives::fs::open_dir(&root.dir, relative).map_err(|e| e.to_string())
+}
+
+/// Opens the directory `relative` beneath `root` for reading its entries
+/// (cap-std's `open_dir` opens `O_PATH`, which cannot be read).
+#[cfg(unix)]
 fn open_listable(root: &FilesRoot, relative: &Path) -> Result<std::fs::File, String> {
     let mut options = OpenOptions::new();
     options
@@ -383,6 +396,7 @@ const GETDENTS_BUFFER: usize = 32 * 1024;
 /// a read error is an error, not the end of the listing (glibc's
 /// `readdir_r` ends there, giving a short listing), and there is no `DIR`
 /// to set up (`fdopendir`'s `fcntl` and `fstat`) or rewind.
+#[cfg(unix)]
 fn list_opened(dir: std::fs::File) -> Result<Vec<Entry>, String> {
     let io_error = |e: rustix::io::Errno| plain(&std::io::Error::from(e));
     let mut buffer = Vec::with_capacity(GETDENTS_BUFFER);
@@ -423,7 +437,32 @@ fn list_opened(dir: std::fs::File) -> Result<Vec<Entry>, String> {
     Ok(listed)
 }
 
+/// The entries of an opened directory, as `list-dir` answers them: sorted
+/// by name; a read error is an error, not the end of the listing.
+#[cfg(windows)]
+fn list_opened(dir: std::fs::File) -> Result<Vec<Entry>, String> {
+    let mut listed: Vec<Entry> = Vec::new();
+    for entry in cap_primitives::fs::read_base_dir(&dir).map_err(|e| plain(&e))? {
+        let entry = entry.map_err(|e| plain(&e))?;
+        let name = entry.file_name();
+        if listed.len() == MAX_DIR_ENTRIES {
+            return Err(format!("more than {MAX_DIR_ENTRIES} entries"));
+        }
+        let kind = entry.file_type().map_or(Kind::Other, kind_of);
+        if kind == Kind::File && super::writes::is_write_temporary(name.as_encoded_bytes()) {
+            continue;
+        }
+        listed.push(Entry {
+            name: name.to_string_lossy().into_owned(),
+            kind,
+        });
+    }
+    listed.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+    Ok(listed)
+}
+
 /// What a directory entry's type says it is.
+#[cfg(unix)]
 fn kind_of_type(t: rustix::fs::FileType) -> Kind {
     match t {
         rustix::fs::FileType::Symlink => Kind::Symlink,
@@ -557,10 +596,11 @@ struct FileInDir<'a> {
 /// `path` as a [`FileInDir`]; `None` for any other path (`.`, `..`,
 /// repeated slashes), which is never looked up in what the session knows.
 fn file_in_dir<'a>(roots: &'a [FilesRoot], path: &'a Path) -> Option<FileInDir<'a>> {
-    use std::os::unix::ffi::OsStrExt;
     let (root, relative) = beneath(roots, path)?;
     // What a walk asks with: cut at the last `/` by bytes.
+    #[cfg(unix)]
     if root.holds_plainly(path) {
+        use std::os::unix::ffi::OsStrExt;
         let split_last = |bytes: &'a [u8]| {
             let slash = bytes.iter().rposition(|&b| b == b'/');
             let (head, tail) = slash.map_or((&b""[..], bytes), |i| (&bytes[..i], &bytes[i + 1..]));
@@ -608,6 +648,13 @@ fn file_in_dir_by_components<'a>(root: &'a FilesRoot, relative: &'a Path, path: 
 /// and rules it out as it stood when the directory was opened. `None`
 /// where that cannot be had (openat2 missing, a rename racing the
 /// lookup): the files are then read.
+#[cfg(windows)]
+fn open_for_stats(_root: &FilesRoot, _relative: &Path) -> Option<std::fs::File> {
+    None
+}
+
+/// See the Windows variant: the directory for `fstatat` of its entries.
+#[cfg(unix)]
 fn open_for_stats(root: &FilesRoot, relative: &Path) -> Option<std::fs::File> {
     use rustix::fs::{Mode, OFlags, ResolveFlags};
     let relative = if relative.as_os_str().is_empty() {
@@ -630,11 +677,12 @@ fn beneath<'a>(roots: &'a [FilesRoot], path: &'a Path) -> Option<(&'a FilesRoot,
 /// walk asks with, once per directory and file): comparing components was
 /// a twentieth of a repeated glob's time.
 fn strip_root<'a>(path: &'a Path, at: &Path) -> Option<&'a Path> {
-    use std::os::unix::ffi::OsStrExt;
-    match plain_rest(path, at) {
-        Some(rest) => Some(Path::new(std::ffi::OsStr::from_bytes(rest))),
-        None => path.strip_prefix(at).ok(),
+    #[cfg(unix)]
+    if let Some(rest) = plain_rest(path, at) {
+        use std::os::unix::ffi::OsStrExt;
+        return Some(Path::new(std::ffi::OsStr::from_bytes(rest)));
     }
+    path.strip_prefix(at).ok()
 }
 
 /// One file, whole, into `data` (emptied first) through the preopen it lies
@@ -697,6 +745,23 @@ fn read_to_end(file: &std::fs::File, size: u64, max_size: u64, data: &mut Vec<u8
 
 /// One `read` of at most `most` bytes appended to `data`, whose spare
 /// capacity holds them; retried when a signal interrupts it.
+#[cfg(windows)]
+fn read_some(mut file: &std::fs::File, data: &mut Vec<u8>, most: usize) -> std::io::Result<usize> {
+    let start = data.len();
+    data.resize(start + most, 0);
+    let got = loop {
+        match std::io::Read::read(&mut file, &mut data[start..]) {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            other => break other,
+        }
+    };
+    data.truncate(start + *got.as_ref().unwrap_or(&0));
+    got
+}
+
+/// One `read` of at most `most` bytes appended to `data`, whose spare
+/// capacity holds them; retried when a signal interrupts it.
+#[cfg(unix)]
 fn read_some(file: &std::fs::File, data: &mut Vec<u8>, most: usize) -> std::io::Result<usize> {
     loop {
         let spare = &mut data.spare_capacity_mut()[..most];
@@ -725,7 +790,9 @@ fn open_regular(roots: &[FilesRoot], path: &Path) -> Result<(std::fs::File, std:
         return Err(HeadError::Directory);
     }
     let mut options = OpenOptions::new();
-    options.read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
+    options.read(true);
+    #[cfg(unix)]
+    options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
     let file = cap_primitives::fs::open(&root.dir, relative, &options).map_err(|e| open_error(&e))?;
     let meta = file.metadata().map_err(|e| HeadError::Other(plain(&e)))?;
     if meta.is_dir() {
@@ -758,7 +825,7 @@ fn unreadable(why: HeadError) -> Content {
     })
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

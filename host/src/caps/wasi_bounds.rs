@@ -35,9 +35,10 @@
 
 use super::writes::is_write_temporary;
 use super::{CallState, Stopper};
-use cap_primitives::fs::{FollowSymlinks, OpenOptionsExt};
+use cap_primitives::fs::FollowSymlinks;
+#[cfg(unix)]
+use cap_primitives::fs::OpenOptionsExt;
 use std::collections::HashMap;
-use std::os::fd::AsRawFd;
 use std::path::Path;
 use wasmtime::StoreContextMut;
 use wasmtime::component::{
@@ -360,10 +361,12 @@ fn open_at(
     if dir.perms.write_not_permitted() && mode.contains(OpenMode::WRITE) {
         return Err(ErrorCode::NotPermitted);
     }
+    #[cfg(unix)]
     options.custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY);
     let file = cap_primitives::fs::open(&dir.dir, Path::new(path), &options).map_err(|e| match e.raw_os_error() {
         // What a non-blocking open answers for a FIFO without a reader
         // opened for writing, and for a socket.
+        #[cfg(unix)]
         Some(libc::ENXIO) => ErrorCode::Unsupported,
         _ => code_of(&e),
     })?;
@@ -384,7 +387,9 @@ fn open_at(
     }
     // Blocking again, as wasmtime-wasi's reads and streams expect (a regular
     // file never waits either way).
+    #[cfg(unix)]
     let status = rustix::fs::fcntl_getfl(&file).map_err(|e| code_of(&e.into()))?;
+    #[cfg(unix)]
     rustix::fs::fcntl_setfl(&file, status - rustix::fs::OFlags::NONBLOCK).map_err(|e| code_of(&e.into()))?;
     Ok(Descriptor::File(File::new(
         file,
@@ -402,7 +407,20 @@ fn open_at(
 /// and its times are set through `/proc/self/fd`, as cap-primitives does
 /// when neither open is allowed; the kernel checks ownership as `futimens`
 /// would.
+#[cfg(windows)]
+fn set_times_following(dir: &Dir, _: &str, _: NewTimestamp, _: NewTimestamp) -> Result<(), ErrorCode> {
+    // Every preopen is read-only; a writable one would need its own
+    // no-waiting open here before this could be allowed.
+    if dir.perms.write_not_permitted() {
+        return Err(ErrorCode::NotPermitted);
+    }
+    Err(ErrorCode::Unsupported)
+}
+
+/// See the Windows variant: times set through the target opened `O_PATH`.
+#[cfg(unix)]
 fn set_times_following(dir: &Dir, path: &str, atime: NewTimestamp, mtime: NewTimestamp) -> Result<(), ErrorCode> {
+    use std::os::fd::AsRawFd;
     let times = rustix::fs::Timestamps {
         last_access: timespec(atime)?,
         last_modification: timespec(mtime)?,
@@ -425,6 +443,7 @@ fn set_times_following(dir: &Dir, path: &str, atime: NewTimestamp, mtime: NewTim
 /// A new timestamp as `utimensat` takes it; `now` is the host's clock read
 /// here, and a time past what the kernel holds is `overflow`, as
 /// wasmtime-wasi answers.
+#[cfg(unix)]
 fn timespec(time: NewTimestamp) -> Result<rustix::fs::Timespec, ErrorCode> {
     let since_epoch = match time {
         NewTimestamp::NoChange => {

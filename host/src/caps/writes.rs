@@ -27,14 +27,16 @@
 use super::CallState;
 use super::bindings::iota::toolset::writes::{Current, Host, Refusal, Version};
 use crate::project::ProjectRoot;
-use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, RenameFlags};
-use rustix::io::Errno;
 use std::ffi::{OsStr, OsString};
-use std::io::{Read as _, Write as _};
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::io::Read as _;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
+
+#[cfg_attr(unix, path = "writes/unix.rs")]
+#[cfg_attr(windows, path = "writes/windows.rs")]
+mod sys;
+pub use sys::Note;
+use sys::{Dir, RootId};
 
 /// Symlinks a resolution follows at most, as the kernel's `ELOOP` bound.
 const MAX_HOPS: usize = 40;
@@ -66,8 +68,21 @@ impl From<Unresolved> for Refusal {
 }
 
 /// An OS error in words, without its number.
-fn other(e: Errno) -> Unresolved {
-    Unresolved::Other(iota_toolset::output::plain(&std::io::Error::from(e)))
+fn other(e: std::io::Error) -> Unresolved {
+    Unresolved::Other(iota_toolset::output::plain(&e))
+}
+
+/// What an entry of a directory is, its last link not followed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Entry {
+    /// A symbolic link (on Windows, any reparse point).
+    Link,
+    /// A directory.
+    Directory,
+    /// A regular file.
+    Regular,
+    /// A FIFO, a socket, a device.
+    Other,
 }
 
 /// The file a writing call may change: the directory it lands in, held open
@@ -75,7 +90,10 @@ fn other(e: Errno) -> Unresolved {
 #[derive(Debug)]
 pub struct HeldWrite {
     /// The deepest directory on the path that existed, open.
-    dir: OwnedFd,
+    dir: Dir,
+    /// The directories between the root and `dir`, held too where holding
+    /// is what keeps `dir`'s path (Windows); empty on Unix.
+    held: Vec<Dir>,
     /// Directories to create below `dir`, outermost first.
     missing: Vec<OsString>,
     /// The file's name in the last of them.
@@ -87,8 +105,8 @@ pub struct HeldWrite {
     /// Whether a write there changes what runs outside the sandbox
     /// ([`crate::protected`]).
     protected: bool,
-    /// The root's device and inode: where a look up from `dir` stops.
-    root_id: (u64, u64),
+    /// The root's identity: where a look up from `dir` stops.
+    root_id: RootId,
     /// Whether a `replace` wrote it: the call's answer must then say it did,
     /// whatever else it costs.
     wrote: std::sync::atomic::AtomicBool,
@@ -107,17 +125,12 @@ impl HeldWrite {
         // No longer path could be opened (`PATH_MAX`), and a walk that
         // creates directories must not make thousands of them.
         if given.len() > super::fs::MAX_PATH_BYTES {
-            return Err(other(Errno::NAMETOOLONG));
+            return Err(too_long());
         }
         let relative = fold_beneath(root, Path::new(given)).ok_or(Unresolved::Outside)?;
-        let root_dir = rustix::fs::open(
-            root,
-            OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(other)?;
+        let root_dir = sys::open_root(root).map_err(other)?;
         // The directories entered below the root, with their names.
-        let mut entered: Vec<(OwnedFd, OsString)> = Vec::new();
+        let mut entered: Vec<(Dir, OsString)> = Vec::new();
         // What is left to walk, the next component last.
         let mut pending: Vec<OsString> = relative.iter().rev().map(OsStr::to_os_string).collect();
         let mut hops = 0;
@@ -136,44 +149,39 @@ impl HeldWrite {
                 entered.pop().ok_or(Unresolved::Outside)?;
                 continue;
             }
-            let here = entered.last().map_or(root_dir.as_fd(), |(dir, _)| dir.as_fd());
+            let here = entered.last().map_or(&root_dir, |(dir, _)| dir);
             let last = pending.iter().all(|p| p == ".");
             if last {
-                match rustix::fs::statat(here, &part, AtFlags::SYMLINK_NOFOLLOW) {
-                    Ok(st) => match FileType::from_raw_mode(st.st_mode) {
-                        FileType::Symlink => {
-                            follow(here, &part, &mut pending, &mut hops)?;
-                            through_final_link = true;
-                            continue;
-                        }
-                        FileType::Directory => return Err(Unresolved::Directory),
-                        FileType::RegularFile => break (Vec::new(), part),
-                        _ => return Err(Unresolved::NotRegular),
-                    },
-                    Err(Errno::NOENT) if through_final_link => return Err(Unresolved::NotRegular),
-                    Err(Errno::NOENT) => break (Vec::new(), part),
-                    Err(e) => return Err(other(e)),
+                match sys::entry(here, &part).map_err(other)? {
+                    Some(Entry::Link) => {
+                        follow(here, &part, &mut pending, &mut hops)?;
+                        through_final_link = true;
+                        continue;
+                    }
+                    Some(Entry::Directory) => return Err(Unresolved::Directory),
+                    Some(Entry::Regular) => break (Vec::new(), part),
+                    Some(Entry::Other) => return Err(Unresolved::NotRegular),
+                    None if through_final_link => return Err(Unresolved::NotRegular),
+                    None => break (Vec::new(), part),
                 }
             }
-            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            match rustix::fs::openat(here, &part, flags, Mode::empty()) {
-                Ok(dir) => entered.push((dir, part)),
-                Err(Errno::NOENT) if !through_final_link => {
+            match sys::enter(here, &part) {
+                Ok(Some(dir)) => entered.push((dir, part)),
+                Ok(None) if !through_final_link => {
                     // The rest is to be created: plain names only.
                     let mut rest: Vec<OsString> = std::iter::once(part)
                         .chain(pending.drain(..).rev())
                         .filter(|p| p != ".")
                         .collect();
                     if rest.iter().any(|p| p == "..") {
-                        return Err(other(Errno::NOENT));
+                        return Err(other(std::io::ErrorKind::NotFound.into()));
                     }
                     let name = rest.pop().expect("the missing part holds at least its first name");
                     break (rest, name);
                 }
-                Err(Errno::NOENT) => return Err(Unresolved::NotRegular),
-                Err(Errno::LOOP | Errno::NOTDIR) => {
-                    let st = rustix::fs::statat(here, &part, AtFlags::SYMLINK_NOFOLLOW).map_err(other)?;
-                    if FileType::from_raw_mode(st.st_mode) != FileType::Symlink {
+                Ok(None) => return Err(Unresolved::NotRegular),
+                Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => {
+                    if sys::entry(here, &part).map_err(other)? != Some(Entry::Link) {
                         return Err(Unresolved::NotRegular);
                     }
                     follow(here, &part, &mut pending, &mut hops)?;
@@ -188,24 +196,26 @@ impl HeldWrite {
             .chain(std::iter::once(name.as_os_str()))
             .collect();
         if lands.as_os_str().len() > super::fs::MAX_PATH_BYTES {
-            return Err(other(Errno::NAMETOOLONG));
+            return Err(too_long());
         }
         let components: Vec<&OsStr> = lands.iter().collect();
         // A repository's own directory anywhere on the way (a bare one is
         // known only by its contents), the root's included.
-        let in_repository = std::iter::once(root_dir.as_fd())
-            .chain(entered.iter().map(|(dir, _)| dir.as_fd()))
-            .any(crate::protected::is_repository_dir);
+        let in_repository = std::iter::once(&root_dir)
+            .chain(entered.iter().map(|(dir, _)| dir))
+            .any(sys::is_repository);
         let protected = crate::protected::by_name(&components) || in_repository;
-        let root_id = rustix::fs::fstat(&root_dir)
-            .map(|st| (st.st_dev, st.st_ino))
-            .map_err(other)?;
-        let dir = match entered.pop() {
-            Some((dir, _)) => dir,
-            None => root_dir,
-        };
+        let root_id = sys::root_id(&root_dir).map_err(other)?;
+        let mut held: Vec<Dir> = std::iter::once(root_dir)
+            .chain(entered.into_iter().map(|(dir, _)| dir))
+            .collect();
+        let dir = held.pop().expect("the root at least");
+        if !sys::HOLDS_ANCESTORS {
+            held.clear();
+        }
         Ok(HeldWrite {
             dir,
+            held,
             missing,
             name,
             path: root.join(&lands),
@@ -238,11 +248,10 @@ impl HeldWrite {
         if !self.missing.is_empty() {
             return Ok(None);
         }
-        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
-        let file = match rustix::fs::openat(&self.dir, &self.name, flags, Mode::empty()) {
-            Ok(fd) => std::fs::File::from(fd),
-            Err(Errno::NOENT) => return Ok(None),
-            Err(Errno::LOOP) => return Err(Unresolved::NotRegular),
+        let file = match sys::open_to_read(&self.dir, &self.name) {
+            Ok(Some(file)) => file,
+            Ok(None) => return Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotADirectory => return Err(Unresolved::NotRegular),
             Err(e) => return Err(other(e)),
         };
         let meta = file
@@ -268,65 +277,36 @@ impl HeldWrite {
 
     /// Replaces the file with `content` when what is there is `expect`
     /// (`None`: nothing): the missing directories created first, each
-    /// opened without following a link; the new file made unnamed in the
-    /// held directory (`O_TMPFILE`, so an interrupted write leaves nothing)
-    /// and linked in under the name — directly when nothing may be there
-    /// (a file that appeared meanwhile is never replaced), by a rename over
-    /// it otherwise (which replaces a link put there since, never follows
-    /// it). A new file gets 0644 less the umask, a replaced one its mode.
+    /// entered without following a link, then the file written beside its
+    /// name and put in place in one step (`sys::write_in`): a file that
+    /// appeared meanwhile is never replaced, a link put at the name is
+    /// replaced and never followed.
     ///
     /// `note` hears of each temporary name before it is made (the
     /// session's journal, `scratch.rs`), so what a host killed between
     /// making and renaming it leaves is removed by the next one.
     pub fn replace(&self, content: &[u8], expect: Option<Version>, note: Note<'_>) -> Result<Version, WriteError> {
-        let mut created: Option<OwnedFd> = None;
+        let mut created: Vec<Dir> = Vec::new();
         for name in &self.missing {
-            let here = created.as_ref().map_or(self.dir.as_fd(), AsFd::as_fd);
-            match rustix::fs::mkdirat(here, name, Mode::from_raw_mode(0o777)) {
-                Ok(()) | Err(Errno::EXIST) => {}
-                Err(e) => return Err(e.into()),
-            }
-            let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-            match rustix::fs::openat(here, name, flags, Mode::empty()) {
-                Ok(dir) => created = Some(dir),
-                // Something not a directory was put there since the decision.
-                Err(Errno::LOOP | Errno::NOTDIR) => return Err(WriteError::PathChanged),
-                Err(e) => return Err(e.into()),
-            }
+            let here = created.last().unwrap_or(&self.dir);
+            let entered = sys::make_and_enter(here, name)?;
+            created.push(entered);
         }
-        let dir = created.as_ref().map_or(self.dir.as_fd(), AsFd::as_fd);
+        let dir = created.last().unwrap_or(&self.dir);
         // Made part of a repository since the call was decided unprotected
         // (a bare layout's `HEAD` put beside `objects/` and `refs/`): not
         // what anybody was asked about.
-        if !self.protected && became_repository(dir, self.root_id) {
+        let above: Vec<&Dir> = self
+            .held
+            .iter()
+            .chain(std::iter::once(&self.dir))
+            .chain(&created)
+            .collect();
+        if !self.protected && sys::became_repository(dir, &above, self.root_id) {
             return Err(WriteError::BecameProtected);
         }
-        let mode = match (rustix::fs::statat(dir, &self.name, AtFlags::SYMLINK_NOFOLLOW), expect) {
-            (Err(Errno::NOENT), None) => None,
-            (Ok(st), Some(expected))
-                if FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
-                    && same_version(&stat_version(&st), &expected) =>
-            {
-                Some(Mode::from_raw_mode(st.st_mode & 0o7777))
-            }
-            (Ok(_), _) | (Err(Errno::NOENT), Some(_)) => return Err(WriteError::Changed),
-            (Err(e), _) => return Err(e.into()),
-        };
-        let mut new = NewFile::create(dir, &self.name, mode, note)?;
-        new.file.write_all(content)?;
-        if let Some(mode) = mode {
-            // The umask narrowed the mode the file was made with.
-            rustix::fs::fchmod(&new.file, mode)?;
-        }
-        // On the disk before it is in place: a crash after the answer
-        // keeps what the answer says was written.
-        new.file.sync_all()?;
-        let meta = new.file.metadata()?;
-        new.link(dir, &self.name, mode.is_some(), note)?;
-        self.wrote.store(true, std::sync::atomic::Ordering::Release);
-        // The new name durable too; the file is in place whatever this says.
-        let _ = rustix::fs::fsync(dir);
-        remove_stale_temporaries(dir, &self.name);
+        let placed = || self.wrote.store(true, std::sync::atomic::Ordering::Release);
+        let meta = sys::write_in(dir, &self.name, content, expect, note, &placed)?;
         Ok(version_of(&meta))
     }
 }
@@ -350,12 +330,6 @@ impl From<std::io::Error> for WriteError {
     }
 }
 
-impl From<Errno> for WriteError {
-    fn from(e: Errno) -> WriteError {
-        WriteError::Io(e.into())
-    }
-}
-
 impl From<WriteError> for Refusal {
     fn from(e: WriteError) -> Refusal {
         match e {
@@ -375,173 +349,33 @@ impl From<WriteError> for Refusal {
 /// A system error as what the model (or the person) can act on; nothing
 /// was written when one of these is said.
 fn in_words(e: &std::io::Error) -> String {
-    let why = match e.raw_os_error().map(Errno::from_raw_os_error) {
-        Some(Errno::NOSPC) => "the disk is full (no space left on device); free some space and call again",
-        Some(Errno::DQUOT) => "the disk quota is exceeded; free some of the quota and call again",
-        Some(Errno::ROFS) => "the filesystem is read-only",
-        Some(Errno::ACCESS | Errno::PERM) => "permission denied: the user iota-host runs as may not write there",
-        Some(Errno::FBIG) => "the file would be larger than the filesystem or a limit allows",
+    use std::io::ErrorKind;
+    let why = match e.kind() {
+        ErrorKind::StorageFull => "the disk is full (no space left on device); free some space and call again",
+        ErrorKind::QuotaExceeded => "the disk quota is exceeded; free some of the quota and call again",
+        ErrorKind::ReadOnlyFilesystem => "the filesystem is read-only",
+        ErrorKind::PermissionDenied => "permission denied: the user iota-host runs as may not write there",
+        ErrorKind::FileTooLarge => "the file would be larger than the filesystem or a limit allows",
         _ => return iota_toolset::output::plain(e),
     };
     format!("{why}; nothing was written")
 }
 
-/// Told of a write's temporary name (in the directory given) before it is
-/// made.
-pub type Note<'a> = &'a dyn Fn(BorrowedFd<'_>, &OsStr);
-
 /// A [`Note`] that keeps nothing (tests, and hosts without a session).
 #[cfg(test)]
 const UNNOTED: Note<'static> = &|_, _| {};
 
-/// A file being written, not yet under its name.
-struct NewFile {
-    file: std::fs::File,
-    /// Its temporary name in the directory, when the filesystem has no
-    /// unnamed files (`O_TMPFILE`).
-    named: Option<OsString>,
-}
-
-impl NewFile {
-    /// An unnamed file in `dir`, or else one under an unpredictable
-    /// temporary name, created exclusively.
-    fn create(dir: BorrowedFd<'_>, name: &OsStr, mode: Option<Mode>, note: Note<'_>) -> Result<NewFile, WriteError> {
-        let mode = mode.unwrap_or(Mode::from_raw_mode(0o644));
-        let unnamed = OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC;
-        // An unnamed file is linked in through /proc (`AT_EMPTY_PATH` needs
-        // a capability), so without /proc it could not be named.
-        let opened = if proc_fds() {
-            rustix::fs::openat(dir, ".", unnamed, mode)
-        } else {
-            Err(Errno::NOENT)
-        };
-        match opened {
-            Ok(fd) => {
-                return Ok(NewFile {
-                    file: fd.into(),
-                    named: None,
-                });
-            }
-            // Filesystems without O_TMPFILE answer one of these.
-            Err(Errno::OPNOTSUPP | Errno::ISDIR | Errno::INVAL | Errno::NOENT) => {}
-            Err(e) => return Err(e.into()),
-        }
-        let named = temporary_name(name);
-        note(dir, &named);
-        let flags = OFlags::CREATE | OFlags::EXCL | OFlags::WRONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let fd = rustix::fs::openat(dir, &named, flags, mode)?;
-        Ok(NewFile {
-            file: fd.into(),
-            named: Some(named),
-        })
-    }
-
-    /// Puts the file under `name` in `dir`: over what is there when
-    /// `replacing`, else only where nothing is.
-    fn link(self, dir: BorrowedFd<'_>, name: &OsStr, replacing: bool, note: Note<'_>) -> Result<(), WriteError> {
-        let exists = |e: Errno| {
-            if e == Errno::EXIST {
-                WriteError::Changed
-            } else {
-                e.into()
-            }
-        };
-        match &self.named {
-            None => {
-                let proc_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&self.file));
-                if !replacing {
-                    return rustix::fs::linkat(CWD, proc_path.as_str(), dir, name, AtFlags::SYMLINK_FOLLOW)
-                        .map_err(exists);
-                }
-                let temporary = temporary_name(name);
-                note(dir, &temporary);
-                rustix::fs::linkat(CWD, proc_path.as_str(), dir, &temporary, AtFlags::SYMLINK_FOLLOW)?;
-                rename_into_place(dir, &temporary, name)
-            }
-            Some(temporary) if replacing => rename_into_place(dir, temporary, name),
-            Some(temporary) => {
-                let placed = match rustix::fs::renameat_with(dir, temporary, dir, name, RenameFlags::NOREPLACE) {
-                    // No RENAME_NOREPLACE here: a hard link is as exclusive.
-                    Err(Errno::INVAL | Errno::NOSYS) => rustix::fs::linkat(dir, temporary, dir, name, AtFlags::empty())
-                        .and_then(|()| rustix::fs::unlinkat(dir, temporary, AtFlags::empty())),
-                    other => other,
-                };
-                placed.map_err(|e| {
-                    let _ = rustix::fs::unlinkat(dir, temporary, AtFlags::empty());
-                    exists(e)
-                })
-            }
-        }
-    }
-}
-
-/// Whether this process's descriptors are reachable as `/proc/self/fd/N`.
-fn proc_fds() -> bool {
-    static MOUNTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *MOUNTED.get_or_init(|| Path::new("/proc/self/fd").is_dir())
-}
-
-/// Whether `dir` or a directory above it up to the root (`root`: its device
-/// and inode; through `..` from the directory itself, never a path) is a
-/// repository's own directory now.
-fn became_repository(dir: BorrowedFd<'_>, root: (u64, u64)) -> bool {
-    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let Ok(mut at) = rustix::fs::openat(dir, ".", flags, Mode::empty()) else {
-        return false;
-    };
-    for _ in 0..MAX_DEPTH_CHECKED {
-        if crate::protected::is_repository_dir(&at) {
-            return true;
-        }
-        let here = rustix::fs::fstat(&at).map(|st| (st.st_dev, st.st_ino));
-        if here.is_err() || here == Ok(root) {
-            return false;
-        }
-        let Ok(up) = rustix::fs::openat(&at, "..", flags, Mode::empty()) else {
-            return false;
-        };
-        at = up;
-    }
-    false
-}
-
-/// Directories above a write that [`became_repository`] looks at, at most.
+/// Directories above a write that `sys::became_repository` looks at, at most.
 const MAX_DEPTH_CHECKED: usize = 64;
+
+/// The refusal of a path longer than any that could be opened.
+fn too_long() -> Unresolved {
+    Unresolved::Other("File name too long".to_string())
+}
 
 /// How old a temporary file of ours must be to be taken for one a killed
 /// write left (a write's own exists for microseconds).
 const STALE: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// Removes what killed writes of `name` left in `dir`: the `.NAME.iota-*.tmp`
-/// a replacement links in just before its rename, when older than [`STALE`].
-fn remove_stale_temporaries(dir: BorrowedFd<'_>, name: &OsStr) {
-    let mut prefix = b".".to_vec();
-    prefix.extend_from_slice(name.as_bytes());
-    prefix.extend_from_slice(b".iota-");
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
-    let Ok(listed) = rustix::fs::openat(dir, ".", flags, Mode::empty()) else {
-        return;
-    };
-    let mut buffer = Vec::with_capacity(16 << 10);
-    let mut entries = rustix::fs::RawDir::new(&listed, buffer.spare_capacity_mut());
-    let now = std::time::SystemTime::now();
-    while let Some(Ok(entry)) = entries.next() {
-        let found = entry.file_name().to_bytes();
-        if !(found.starts_with(&prefix) && is_write_temporary(found)) {
-            continue;
-        }
-        let old = rustix::fs::statat(dir, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
-            let modified =
-                std::time::UNIX_EPOCH + std::time::Duration::from_secs(u64::try_from(st.st_mtime).unwrap_or(0));
-            FileType::from_raw_mode(st.st_mode) == FileType::RegularFile
-                && st.st_uid == rustix::process::geteuid().as_raw()
-                && now.duration_since(modified).is_ok_and(|age| age > STALE)
-        });
-        if old {
-            let _ = rustix::fs::unlinkat(dir, entry.file_name(), AtFlags::empty());
-        }
-    }
-}
 
 /// Whether `name` is a write's temporary name ([`temporary_name`]):
 /// `.`, a name, `.iota-`, 32 hex digits, `.tmp`. Listings of the project
@@ -559,17 +393,9 @@ pub fn is_write_temporary(name: &[u8]) -> bool {
     token.iter().all(u8::is_ascii_hexdigit) && base.strip_suffix(b".iota-").is_some_and(|file| !file.is_empty())
 }
 
-/// Renames `temporary` over `name` in `dir`, removing it if that fails.
-fn rename_into_place(dir: BorrowedFd<'_>, temporary: &OsStr, name: &OsStr) -> Result<(), WriteError> {
-    rustix::fs::renameat(dir, temporary, dir, name).map_err(|e| {
-        let _ = rustix::fs::unlinkat(dir, temporary, AtFlags::empty());
-        e.into()
-    })
-}
-
 /// `.NAME.iota-RANDOM.tmp`: beside the file, unguessable, and known as ours.
 /// Listings leave such names out ([`is_write_temporary`]).
-fn temporary_name(name: &OsStr) -> OsString {
+pub(crate) fn temporary_name(name: &OsStr) -> OsString {
     let mut temporary = OsString::from(".");
     temporary.push(name);
     temporary.push(format!(".iota-{}.tmp", crate::secret::token()));
@@ -579,14 +405,15 @@ fn temporary_name(name: &OsStr) -> OsString {
 /// Reads the link `name` in `dir` and queues its target's components to be
 /// walked from `dir`; an absolute target is outside (the preopen refuses
 /// those, even pointing back in).
-fn follow(dir: BorrowedFd<'_>, name: &OsStr, pending: &mut Vec<OsString>, hops: &mut usize) -> Result<(), Unresolved> {
+fn follow(dir: &Dir, name: &OsStr, pending: &mut Vec<OsString>, hops: &mut usize) -> Result<(), Unresolved> {
     *hops += 1;
     if *hops > MAX_HOPS {
         return Err(Unresolved::NotRegular);
     }
-    let target = rustix::fs::readlinkat(dir, name, Vec::new()).map_err(other)?;
-    let target = Path::new(OsStr::from_bytes(target.as_bytes()));
-    if target.is_absolute() {
+    let target = sys::read_link(dir, name).map_err(other)?;
+    // On Windows a target with a drive or a root (`\\x`, `C:x`) is not
+    // relative to the link's directory either.
+    if target.is_absolute() || target.has_root() || matches!(target.components().next(), Some(Component::Prefix(_))) {
         return Err(Unresolved::Outside);
     }
     pending.extend(target.iter().rev().map(OsStr::to_os_string));
@@ -625,17 +452,8 @@ fn version_of(meta: &std::fs::Metadata) -> Version {
     }
 }
 
-/// A file's version from a `stat`: the same clock as [`version_of`].
-fn stat_version(st: &rustix::fs::Stat) -> Version {
-    let ns = i128::from(st.st_mtime) * 1_000_000_000 + i128::from(st.st_mtime_nsec);
-    Version {
-        size: st.st_size as u64,
-        modified_ns: u64::try_from(ns).unwrap_or(0),
-    }
-}
-
 /// Whether two versions are one (the generated type has no `PartialEq`).
-fn same_version(a: &Version, b: &Version) -> bool {
+pub(crate) fn same_version(a: &Version, b: &Version) -> bool {
     (a.size, a.modified_ns) == (b.size, b.modified_ns)
 }
 
@@ -720,14 +538,15 @@ impl Host for CallState {
             return Err(self.write.file().err().unwrap_or(Refusal::NotApproved));
         };
         let session = &self.session;
-        let note = |dir: BorrowedFd<'_>, temporary: &OsStr| session.note_temporary(dir, temporary);
-        file.replace(&content, expect, &note).map_err(Refusal::from)
+        let note: Note<'_> = &|dir, temporary| session.note_temporary(dir, temporary);
+        file.replace(&content, expect, note).map_err(Refusal::from)
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
+    use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::symlink;
 
     fn project() -> (tempfile::TempDir, PathBuf) {

@@ -33,7 +33,6 @@ use std::path::{Path, PathBuf};
 use super::{Lock, Locked, Store, Stored};
 use crate::config::{Config, Source};
 use crate::engine::Engine;
-use std::os::unix::fs::DirBuilderExt;
 
 /// An OCI image manifest.
 const MANIFEST_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -458,9 +457,8 @@ impl Store {
     /// Where the blob `digest`, declared `declared` bytes long, arrives: an
     /// exclusive temporary file in the store (created private if missing).
     fn arriving(&self, digest: &str, declared: u64) -> Result<Arriving> {
-        std::fs::DirBuilder::new()
+        crate::platform::private_dir_builder()
             .recursive(true)
-            .mode(0o700)
             .create(&self.dir)
             .with_context(|| format!("cannot create the store {}", self.dir.display()))?;
         let tmp = self.dir.join(format!(".arriving-{}.tmp", crate::secret::token()));

@@ -358,13 +358,18 @@ impl Lexer {
 }
 
 /// The canonical file a command word names: a path as written (relative to
-/// `cwd`), or a bare name looked up on PATH.
+/// `cwd`), or a bare name looked up on PATH — on Windows with `;` between
+/// its entries, either slash in a path, and a bare name tried with each of
+/// `PATHEXT`'s extensions (`.COM;.EXE;.BAT;.CMD` when unset), as `cmd.exe`
+/// finds a program.
 pub fn resolve(word: &str, cwd: &Path, path_var: Option<&str>) -> Option<PathBuf> {
-    if word.contains('/') {
+    let separators: &[char] = if cfg!(windows) { &['/', '\\'] } else { &['/'] };
+    if word.contains(separators) {
         return std::fs::canonicalize(cwd.join(word)).ok();
     }
+    let list_separator = if cfg!(windows) { ';' } else { ':' };
     path_var?
-        .split(':')
+        .split(list_separator)
         .map(|dir| {
             if dir.is_empty() {
                 cwd.to_path_buf()
@@ -372,14 +377,41 @@ pub fn resolve(word: &str, cwd: &Path, path_var: Option<&str>) -> Option<PathBuf
                 cwd.join(dir)
             }
         })
-        .map(|dir| dir.join(word))
+        .flat_map(|dir| program_names(word).into_iter().map(move |name| dir.join(name)))
         .find(|candidate| is_executable(candidate))
         .and_then(|found| std::fs::canonicalize(found).ok())
 }
 
+/// The file names a bare command word may be: itself on Unix; on Windows
+/// itself when it has an extension, then it with each of `PATHEXT`'s.
+fn program_names(word: &str) -> Vec<String> {
+    if cfg!(unix) {
+        return vec![word.to_string()];
+    }
+    let extensions = std::env::var("PATHEXT").unwrap_or_else(|_| ".COM;.EXE;.BAT;.CMD".to_string());
+    let has_extension = Path::new(word).extension().is_some();
+    has_extension
+        .then(|| word.to_string())
+        .into_iter()
+        .chain(
+            extensions
+                .split(';')
+                .filter(|e| !e.is_empty())
+                .map(|e| format!("{word}{}", e.to_ascii_lowercase())),
+        )
+        .collect()
+}
+
+#[cfg(unix)]
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// Windows has no executable bit: a file found with a `PATHEXT` name runs.
+#[cfg(windows)]
+fn is_executable(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
 }
 
 #[cfg(test)]

@@ -6,14 +6,23 @@
 //! descendant inherits: the sweep kills each process that carries it. Inside
 //! the sandbox the PID namespace makes this total: when bwrap dies, so does
 //! everything it started.
+//!
+//! On Windows the tree is a job object: the command is put in a job that
+//! kills everything in it when its last handle closes (the host's, however
+//! the host ends), and killing the tree terminates the job. What a process
+//! of the command starts joins the job by itself.
 
 use super::output::CappedOutput;
 use super::redirect::Sink;
+#[cfg(unix)]
 use nix::sys::signal::{Signal, kill};
+#[cfg(unix)]
 use nix::unistd::Pid;
 use std::ffi::OsString;
 use std::io::{Read, Write};
+#[cfg(unix)]
 use std::os::fd::{AsRawFd, OwnedFd};
+#[cfg(unix)]
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -58,6 +67,9 @@ pub struct Running {
     contained: bool,
     /// The pids cgroup every process it starts is in, when it has one.
     cgroup: Option<PathBuf>,
+    /// The job every process of the command is in (Windows).
+    #[cfg(windows)]
+    job: Option<crate::platform::windows::Job>,
     state: Mutex<State>,
     done: Condvar,
     stop: Mutex<Option<Ending>>,
@@ -73,14 +85,14 @@ pub fn cancel_everything() {
     CANCELLED.store(true, Ordering::SeqCst);
 }
 
-#[cfg(feature = "cli")]
+#[cfg(all(feature = "cli", unix))]
 extern "C" fn on_interrupt(_: nix::libc::c_int) {
     cancel_everything();
 }
 
 /// Makes Ctrl+C cancel the running commands (their results say
 /// `[command cancelled]`) instead of killing the host and orphaning them.
-#[cfg(feature = "cli")]
+#[cfg(all(feature = "cli", unix))]
 pub fn cancel_on_interrupt() {
     use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, sigaction};
     let action = SigAction::new(SigHandler::Handler(on_interrupt), SaFlags::SA_RESTART, SigSet::empty());
@@ -88,10 +100,30 @@ pub fn cancel_on_interrupt() {
     let _ = unsafe { sigaction(Signal::SIGINT, &action) };
 }
 
+/// Makes Ctrl+C cancel the running commands (their results say
+/// `[command cancelled]`) instead of killing the host and orphaning them.
+#[cfg(all(feature = "cli", windows))]
+pub fn cancel_on_interrupt() {
+    std::thread::spawn(|| {
+        let Ok(runtime) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+            return;
+        };
+        runtime.block_on(async {
+            let Ok(mut ctrl_c) = tokio::signal::windows::ctrl_c() else {
+                return;
+            };
+            while ctrl_c.recv().await.is_some() {
+                cancel_everything();
+            }
+        });
+    });
+}
+
 /// Marks every descriptor from 3 up close-on-exec, in a child between fork
 /// and exec (async-signal-safe: system calls only). `close_range` (Linux
 /// 5.11) does it in one call; before it, each descriptor below the
 /// soft limit on open files is marked one by one.
+#[cfg(unix)]
 fn close_others_on_exec() {
     // SAFETY: plain system calls on the calling process's own descriptors.
     unsafe {
@@ -135,10 +167,12 @@ pub struct Launch {
     pub streams: super::redirect::Streams,
     /// Descriptors the program inherits (bwrap's `--add-seccomp-fd`); closed
     /// in the host once it has started.
+    #[cfg(unix)]
     pub inherit: Vec<OwnedFd>,
     /// How many processes it may have: a cgroup it joins before it executes
     /// (so everything it starts is counted from the first fork), kept until
     /// it ends, or an rlimit.
+    #[cfg(unix)]
     pub processes: Option<super::processes::Bound>,
 }
 
@@ -208,12 +242,9 @@ impl Running {
         let mut log_file = crate::host_state::create_exclusive(&log)?;
         let argv = &launch.argv;
         let mut command = Command::new(&argv[0]);
-        command.args(&argv[1..]).current_dir(cwd).process_group(0);
+        command.args(&argv[1..]).current_dir(cwd);
         let streams = std::mem::take(&mut launch.streams);
         command.stdin(streams.stdin.map_or_else(Stdio::null, Stdio::from));
-        if let Some(arg0) = &launch.arg0 {
-            command.arg0(arg0);
-        }
         if let Some(env) = &launch.env {
             command.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
         }
@@ -229,72 +260,22 @@ impl Running {
         command.stdout(sink(streams.stdout)?);
         command.stderr(sink(streams.stderr)?);
         drop(writer);
-        let inherit: Vec<i32> = launch.inherit.iter().map(|fd| fd.as_raw_fd()).collect();
-        let mut processes = launch.processes.take();
-        let cgroup_dir = processes.as_ref().and_then(|p| p.dir().map(Path::to_path_buf));
-        let cgroup_procs = processes.as_mut().and_then(|p| p.take_procs());
-        let cgroup = cgroup_procs.as_ref().map(|fd| fd.as_raw_fd());
-        let max_processes = processes.as_ref().and_then(|p| p.rlimit());
-        let host = std::process::id() as i32;
-        // SAFETY: between fork and exec the closure only makes system calls
-        // (prctl, getppid, close_range, fcntl, write, setrlimit) on values
-        // prepared before the fork.
-        unsafe {
-            command.pre_exec(move || {
-                // The command dies with the host, however the host dies (a
-                // `kill -9` too): an iota child left running would go on
-                // writing, holding its scratch directory for ever. (Spawned
-                // from the lasting spawner thread: the signal follows the
-                // forking thread, not the process.) A host already gone
-                // before the signal was armed is checked for after.
-                if nix::libc::prctl(nix::libc::PR_SET_PDEATHSIG, nix::libc::SIGKILL) == -1
-                    || nix::libc::getppid() != host
-                {
-                    return Err(std::io::Error::other("the host exited"));
-                }
-                // Nothing the host holds reaches the command but its stdio
-                // and what it is meant to inherit: every other descriptor
-                // (another session's files, wasmtime's, whatever the host
-                // inherited itself) closes at exec.
-                close_others_on_exec();
-                for &fd in &inherit {
-                    if nix::libc::fcntl(fd, nix::libc::F_SETFD, 0) == -1 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                if let Some(fd) = cgroup
-                    && nix::libc::write(fd, b"0".as_ptr().cast(), 1) != 1
-                {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if let Some(max) = max_processes {
-                    let limit = nix::libc::rlimit {
-                        rlim_cur: max,
-                        rlim_max: max,
-                    };
-                    if nix::libc::setrlimit(nix::libc::RLIMIT_NPROC, &limit) == -1 {
-                        return Err(std::io::Error::last_os_error());
-                    }
-                }
-                Ok(())
-            });
-        }
-        let (command, child) = spawn_from_lasting_thread(command);
-        let child = child?;
-        drop(command);
+        let spawned = spawn(command, &mut launch)?;
         drop(launch);
-        drop(cgroup_procs);
         let running = Arc::new(Running {
-            pid: child.id(),
+            pid: spawned.child.id(),
             started: Instant::now(),
             log,
             marker,
             contained,
-            cgroup: cgroup_dir,
+            cgroup: spawned.cgroup,
+            #[cfg(windows)]
+            job: spawned.job,
             state: Mutex::new(State::default()),
             done: Condvar::new(),
             stop: Mutex::new(None),
         });
+        let (child, processes) = (spawned.child, spawned.processes);
         let (eof_tx, eof_rx) = std::sync::mpsc::channel::<()>();
         let reading = running.clone();
         std::thread::spawn(move || {
@@ -330,7 +311,7 @@ impl Running {
         mut child: Child,
         timeout: Option<Duration>,
         eof: std::sync::mpsc::Receiver<()>,
-        processes: Option<super::processes::Bound>,
+        processes: Processes,
     ) {
         // The wait below blocks, so a normal exit is seen at once; deadlines,
         // stops and cancellation are polled by a companion thread that kills
@@ -357,7 +338,7 @@ impl Running {
         exited.store(true, Ordering::SeqCst);
         let ending = match (self.stop.lock().unwrap().clone(), status) {
             (Some(stopped), _) => stopped,
-            (None, Ok(status)) => Ending::Exit(status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))),
+            (None, Ok(status)) => Ending::Exit(exit_code(status)),
             (None, Err(_)) => Ending::Killed,
         };
         // The command's own stragglers (a `sleep &` it left) die with it.
@@ -374,7 +355,24 @@ impl Running {
         self.done.notify_all();
     }
 
+    /// Kills the command and every process it started: its job; without
+    /// one (it could not be made), `taskkill /T` of its tree by parent ids.
+    #[cfg(windows)]
+    pub fn kill_tree(&self) {
+        match &self.job {
+            Some(job) => job.terminate(),
+            None => {
+                let _ = Command::new("taskkill")
+                    .args(["/F", "/T", "/PID", &self.pid.to_string()])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
+            }
+        }
+    }
+
     /// Kills the command and every process it started.
+    #[cfg(unix)]
     pub fn kill_tree(&self) {
         let _ = kill(Pid::from_raw(-(self.pid as i32)), Signal::SIGKILL);
         if self.contained {
@@ -443,6 +441,7 @@ impl Running {
 }
 
 /// PIDs of live processes whose environment carries `MARKER_VAR=marker`.
+#[cfg(unix)]
 fn marked_processes(marker: &str) -> Vec<i32> {
     let needle = format!("{MARKER_VAR}={marker}");
     let me = std::process::id() as i32;
@@ -458,6 +457,125 @@ fn marked_processes(marker: &str) -> Vec<i32> {
                 .is_ok_and(|env| env.split(|&b| b == 0).any(|var| var == needle.as_bytes()))
         })
         .collect()
+}
+
+/// A spawned command and what holds its processes.
+struct Spawned {
+    child: Child,
+    /// Its pids cgroup's directory, when it has one.
+    cgroup: Option<PathBuf>,
+    /// What bounds its processes, kept until it ends.
+    processes: Processes,
+    /// Its job (Windows).
+    #[cfg(windows)]
+    job: Option<crate::platform::windows::Job>,
+}
+
+/// What bounds a command's processes while it runs.
+#[cfg(unix)]
+type Processes = Option<super::processes::Bound>;
+/// Windows bounds nothing but through the job.
+#[cfg(windows)]
+type Processes = ();
+
+/// Spawns `command` in its own process group, dying with the host, every
+/// descriptor but its stdio and `launch.inherit` closed at exec, in its
+/// cgroup and under its process limit (`launch.processes`).
+#[cfg(unix)]
+fn spawn(mut command: Command, launch: &mut Launch) -> std::io::Result<Spawned> {
+    command.process_group(0);
+    if let Some(arg0) = &launch.arg0 {
+        command.arg0(arg0);
+    }
+    let inherit: Vec<i32> = launch.inherit.iter().map(|fd| fd.as_raw_fd()).collect();
+    let mut processes = launch.processes.take();
+    let cgroup_dir = processes.as_ref().and_then(|p| p.dir().map(Path::to_path_buf));
+    let cgroup_procs = processes.as_mut().and_then(|p| p.take_procs());
+    let cgroup = cgroup_procs.as_ref().map(|fd| fd.as_raw_fd());
+    let max_processes = processes.as_ref().and_then(|p| p.rlimit());
+    let host = std::process::id() as i32;
+    // SAFETY: between fork and exec the closure only makes system calls
+    // (prctl, getppid, close_range, fcntl, write, setrlimit) on values
+    // prepared before the fork.
+    unsafe {
+        command.pre_exec(move || {
+            // The command dies with the host, however the host dies (a
+            // `kill -9` too): an iota child left running would go on
+            // writing, holding its scratch directory for ever. (Spawned
+            // from the lasting spawner thread: the signal follows the
+            // forking thread, not the process.) A host already gone
+            // before the signal was armed is checked for after.
+            if nix::libc::prctl(nix::libc::PR_SET_PDEATHSIG, nix::libc::SIGKILL) == -1 || nix::libc::getppid() != host {
+                return Err(std::io::Error::other("the host exited"));
+            }
+            // Nothing the host holds reaches the command but its stdio
+            // and what it is meant to inherit: every other descriptor
+            // (another session's files, wasmtime's, whatever the host
+            // inherited itself) closes at exec.
+            close_others_on_exec();
+            for &fd in &inherit {
+                if nix::libc::fcntl(fd, nix::libc::F_SETFD, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            if let Some(fd) = cgroup
+                && nix::libc::write(fd, b"0".as_ptr().cast(), 1) != 1
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            if let Some(max) = max_processes {
+                let limit = nix::libc::rlimit {
+                    rlim_cur: max,
+                    rlim_max: max,
+                };
+                if nix::libc::setrlimit(nix::libc::RLIMIT_NPROC, &limit) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+            }
+            Ok(())
+        });
+    }
+    let (command, child) = spawn_from_lasting_thread(command);
+    let child = child?;
+    drop(command);
+    launch.inherit.clear();
+    drop(cgroup_procs);
+    Ok(Spawned {
+        child,
+        cgroup: cgroup_dir,
+        processes,
+    })
+}
+
+/// Spawns `command` with no console window of its own, in a new process
+/// group, and puts it in a job that kills every process in it when the
+/// host's handle closes. A job that cannot be made (an old Windows that
+/// forbids nesting) leaves the command to `taskkill /T`.
+#[cfg(windows)]
+fn spawn(mut command: Command, _launch: &mut Launch) -> std::io::Result<Spawned> {
+    use std::os::windows::process::CommandExt;
+    const CREATE_NEW_PROCESS_GROUP: u32 = 0x0000_0200;
+    const CREATE_NO_WINDOW: u32 = 0x0800_0000;
+    command.creation_flags(CREATE_NEW_PROCESS_GROUP | CREATE_NO_WINDOW);
+    let child = command.spawn()?;
+    let job = crate::platform::windows::Job::new()
+        .ok()
+        .filter(|job| job.assign(&child).is_ok());
+    Ok(Spawned {
+        child,
+        cgroup: None,
+        processes: (),
+        job,
+    })
+}
+
+/// The code a command ended with: a Unix signal `n` reads as `128 + n`,
+/// as in bash.
+fn exit_code(status: std::process::ExitStatus) -> i32 {
+    #[cfg(unix)]
+    return status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+    #[cfg(windows)]
+    status.code().unwrap_or(1)
 }
 
 /// Go-style durations, as the spec writes them: `42s`, `1m12s`, `10m0s`, `1h0m0s`.
@@ -483,12 +601,13 @@ pub fn duration(d: Duration) -> String {
 /// Spawns `command` from the process's spawner thread; hands the command
 /// back (its descriptors are closed by dropping it) with the child.
 ///
-/// bwrap's `--die-with-parent` (`PR_SET_PDEATHSIG`) fires when the *thread*
+/// (Unix.) bwrap's `--die-with-parent` (`PR_SET_PDEATHSIG`) fires when the *thread*
 /// that forked it exits, not the process: a background job started from a
 /// round's worker thread, or from tokio's blocking pool (whose idle threads
 /// exit after ten seconds), would be killed with that thread. The spawner
 /// thread lives as long as the process, so a command dies with the host,
 /// never with a passing thread.
+#[cfg(unix)]
 fn spawn_from_lasting_thread(mut command: Command) -> (Command, std::io::Result<std::process::Child>) {
     type Spawn = Box<dyn FnOnce() + Send>;
     static SPAWNER: std::sync::OnceLock<Mutex<std::sync::mpsc::Sender<Spawn>>> = std::sync::OnceLock::new();

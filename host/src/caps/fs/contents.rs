@@ -53,7 +53,6 @@
 //! each is checked against its file's `stat` at every use.
 
 use std::collections::HashMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -91,7 +90,9 @@ pub struct Version {
 
 impl Version {
     /// The version `meta` (of an opened regular file) describes.
+    #[cfg(unix)]
     pub fn of(meta: &std::fs::Metadata) -> Version {
+        use std::os::unix::fs::MetadataExt;
         Version {
             dev: meta.dev(),
             ino: meta.ino(),
@@ -101,8 +102,30 @@ impl Version {
         }
     }
 
+    /// The version `meta` describes, on Windows: no change time, so it is
+    /// never learned from ([`Version::learnable`]), only compared.
+    #[cfg(windows)]
+    pub fn of(meta: &std::fs::Metadata) -> Version {
+        use std::os::windows::fs::MetadataExt;
+        let written = meta.last_write_time() as i64;
+        Version {
+            dev: 0,
+            ino: 0,
+            size: meta.file_size(),
+            modified: (written, 0),
+            changed: (written, 0),
+        }
+    }
+
+    /// Windows has no `fstatat`: every file is read.
+    #[cfg(windows)]
+    pub fn at(_dir: &std::fs::File, _name: &Path) -> Option<Version> {
+        None
+    }
+
     /// The version of the regular file `name` in `dir`, not followed;
     /// `None` for anything else or an error.
+    #[cfg(unix)]
     pub fn at(dir: &std::fs::File, name: &Path) -> Option<Version> {
         use nix::sys::stat::{FileStat, SFlag, fstatat};
         let flags = nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW | nix::fcntl::AtFlags::AT_NO_AUTOMOUNT;
@@ -124,9 +147,22 @@ impl Version {
     /// writes through a shared memory mapping included (ext2/3/4 and XFS
     /// update the times when a mapped page is first written; tmpfs never
     /// does). Elsewhere files are read every time.
+    #[cfg(target_os = "linux")]
     pub fn learnable(file: &std::fs::File) -> bool {
         use nix::sys::statfs::{EXT4_SUPER_MAGIC, XFS_SUPER_MAGIC, fstatfs};
         fstatfs(file).is_ok_and(|fs| [EXT4_SUPER_MAGIC, XFS_SUPER_MAGIC].contains(&fs.filesystem_type()))
+    }
+
+    /// Elsewhere than Linux no filesystem is known to report every change.
+    #[cfg(not(target_os = "linux"))]
+    pub fn learnable(_file: &std::fs::File) -> bool {
+        false
+    }
+
+    /// Nothing is learned where no filesystem is [`Version::learnable`].
+    #[cfg(not(target_os = "linux"))]
+    pub fn to_learn(_file: &std::fs::File, _meta: &std::fs::Metadata, _opened: SystemTime) -> Option<Version> {
+        None
     }
 
     /// The version of the opened regular file `file` (`meta` its `stat`
@@ -138,6 +174,7 @@ impl Version {
     /// and one `fstat`; `None` otherwise.
     ///
     /// [`learnable`]: Version::learnable
+    #[cfg(target_os = "linux")]
     pub fn to_learn(file: &std::fs::File, meta: &std::fs::Metadata, opened: SystemTime) -> Option<Version> {
         use std::os::fd::AsRawFd;
         let version = Version::of(meta);

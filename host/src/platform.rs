@@ -1,0 +1,60 @@
+//! What differs between Unix and Windows in the few file operations many
+//! modules share: private directories and files, and opens that never go
+//! through a link. Each function has one body per platform; everything
+//! Windows needs beyond them lives in [`windows`].
+
+use std::fs::{DirBuilder, File, OpenOptions};
+use std::path::Path;
+
+#[cfg(windows)]
+pub mod windows;
+
+/// A builder of directories only their owner can enter (0700 on Unix; on
+/// Windows a new directory inherits its parent's ACL, which for the
+/// user's profile is the user's alone).
+pub fn private_dir_builder() -> DirBuilder {
+    #[allow(unused_mut)]
+    let mut builder = DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder
+}
+
+/// Opens `path` with `options`, never through a link at its last
+/// component (`O_NOFOLLOW`; on Windows a reparse point is refused), a file
+/// it creates readable by its owner only (0600 on Unix).
+pub fn open_private_no_follow(options: &mut OpenOptions, path: &Path) -> std::io::Result<File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600).custom_flags(libc::O_NOFOLLOW).open(path)
+    }
+    #[cfg(windows)]
+    windows::open_no_reparse(options, path)
+}
+
+/// Opens `path` to read, never through a link at its last component and
+/// never waiting (a FIFO opened on Unix does not block).
+pub fn open_to_read_no_follow(path: &Path) -> std::io::Result<File> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+            .open(path)
+    }
+    #[cfg(windows)]
+    windows::open_no_reparse(OpenOptions::new().read(true), path)
+}
+
+/// The path whose bytes are `bytes`, as git and the kernel store them: any
+/// bytes on Unix; on Windows UTF-8, what does not decode replaced.
+pub fn path_from_bytes(bytes: Vec<u8>) -> std::path::PathBuf {
+    #[cfg(unix)]
+    use std::os::unix::ffi::OsStringExt;
+    #[cfg(unix)]
+    return std::ffi::OsString::from_vec(bytes).into();
+    #[cfg(windows)]
+    String::from_utf8_lossy(&bytes).into_owned().into()
+}

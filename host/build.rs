@@ -97,6 +97,10 @@ fn main() {
 fn precompile(out: &Path) {
     let mut config = wasmtime::Config::new();
     settings::compiler_settings(&mut config);
+    // For the target being built (Windows' calling convention differs).
+    config
+        .target(&std::env::var("TARGET").expect("cargo sets TARGET"))
+        .expect("a target this wasmtime compiles for");
     let engine = wasmtime::Engine::new(&config).expect("a wasmtime engine for precompiling");
     for (_, name) in builtins() {
         let wasm = std::fs::read(out.join(name)).unwrap();

@@ -200,8 +200,8 @@ pub(crate) fn project_root(explicit: Option<&Path>) -> Result<PathBuf> {
                 .unwrap_or(cwd)
         }
     };
-    let root =
-        std::fs::canonicalize(&start).with_context(|| format!("project root {} does not exist", start.display()))?;
+    let root = crate::platform::canonicalize(&start)
+        .with_context(|| format!("project root {} does not exist", start.display()))?;
     if !root.is_dir() {
         bail!("project root {} is not a directory", root.display());
     }

@@ -160,7 +160,7 @@ fn model_root(cli: &Cli) -> Result<Option<PathBuf>> {
         );
     }
     Ok(Some(
-        std::fs::canonicalize(&root).unwrap_or_else(|_| PathBuf::from(root)),
+        crate::platform::canonicalize(Path::new(&root)).unwrap_or_else(|_| PathBuf::from(root)),
     ))
 }
 
@@ -173,7 +173,7 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
         crate::caps::warm_up(engine.wasmtime());
     }
     if let (Command::Inspect { file, .. }, Some(model_root)) = (&cli.command, &model_root)
-        && !std::fs::canonicalize(file).is_ok_and(|f| f.starts_with(model_root))
+        && !crate::platform::canonicalize(file).is_ok_and(|f| f.starts_with(model_root))
     {
         return Err(UsageError(anyhow::anyhow!(
             "inspect reads only files inside {} here: a command line a model wrote (the shell tool's iota exception) may not read files outside its project",

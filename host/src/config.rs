@@ -846,7 +846,8 @@ pub fn restrict(doc: &mut Value) -> Vec<String> {
                 .is_none_or(|mib| mib > crate::shell::config::DEFAULT_MAX_LOG >> 20)
         });
         drop("shell", "max_processes", &|v| {
-            v.as_u64().is_none_or(|n| n > crate::shell::processes::DEFAULT_MAX)
+            v.as_u64()
+                .is_none_or(|n| n > crate::shell::config::DEFAULT_MAX_PROCESSES)
         });
         drop("code", "auto_write", &|v| !is_off(v));
     }

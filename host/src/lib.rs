@@ -33,6 +33,7 @@ mod describe_cache;
 mod description;
 mod embedded;
 mod engine;
+#[cfg(unix)]
 mod gitlinks;
 mod host_state;
 #[cfg(feature = "cli")]
@@ -73,6 +74,7 @@ pub mod internals {
     pub use crate::protected::PROTECTED_AT_ROOT;
     pub use crate::session::Session;
     pub use crate::shell::ShellToolset;
+    #[cfg(unix)]
     pub use crate::shell::credentials::{
         Base as CredentialBase, KNOWN as KNOWN_CREDENTIALS, env_table as credential_variables_table,
         table as credentials_table,
@@ -80,6 +82,7 @@ pub mod internals {
     pub use crate::shell::home::{TOOLCHAINS as HOME_TOOLCHAINS, table as toolchains_table};
     pub use crate::shell::iota::{Open, Redirection, SimpleCommand, iota_call};
     pub use crate::shell::sandbox::{Policy, bwrap_args, find_on_path, probe};
+    #[cfg(target_os = "linux")]
     pub use crate::shell::seccomp::filter_fds;
     pub use crate::toolset::{Decided, Toolset};
 

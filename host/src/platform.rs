@@ -58,3 +58,19 @@ pub fn path_from_bytes(bytes: Vec<u8>) -> std::path::PathBuf {
     #[cfg(windows)]
     String::from_utf8_lossy(&bytes).into_owned().into()
 }
+
+/// The canonical form of `path`, as `std::fs::canonicalize` makes it, but on
+/// Windows without the `\\?\` prefix where the path is a plain drive path
+/// (`C:\x`): that is the form users, tools and components write, and the
+/// jail compares paths by their text.
+pub fn canonicalize(path: &Path) -> std::io::Result<std::path::PathBuf> {
+    let canonical = std::fs::canonicalize(path)?;
+    #[cfg(windows)]
+    if let Some(rest) = canonical.to_str().and_then(|text| text.strip_prefix(r"\\?\"))
+        && rest.as_bytes().get(1) == Some(&b':')
+        && rest.as_bytes().first().is_some_and(u8::is_ascii_alphabetic)
+    {
+        return Ok(rest.into());
+    }
+    Ok(canonical)
+}

@@ -24,6 +24,7 @@ pub struct Session {
     /// Set by [`Session::end`]: no scratch directory is made after it.
     ended: std::sync::atomic::AtomicBool,
     /// The hold on the project's placeholders, once a sandbox bound them.
+    #[cfg(unix)]
     placeholders: Mutex<Option<crate::shell::placeholders::Placeholders>>,
     /// Bytes the session's command logs may still take on the host.
     log_budget: OnceLock<Arc<AtomicU64>>,
@@ -78,6 +79,7 @@ impl Default for Session {
             jobs: Jobs::new(),
             scratch: Mutex::default(),
             ended: Default::default(),
+            #[cfg(unix)]
             placeholders: Mutex::default(),
             #[cfg(unix)]
             repositories: Mutex::default(),
@@ -116,6 +118,7 @@ impl Session {
         // scratch directory only when it has exited.
         self.jobs.kill_all_and_wait(std::time::Duration::from_secs(2));
         // After the jobs: the last session on the project removes them.
+        #[cfg(unix)]
         drop(self.placeholders.lock().unwrap_or_else(|e| e.into_inner()).take());
         {
             // Under the lock: no call still running makes a new one after this.
@@ -230,6 +233,7 @@ impl Session {
     /// (`git init` at a root without a repository, then a hook in it; a
     /// submodule's `.git`). Returns those that exist; `Err` where the
     /// session cannot hold its root's lock, without which none is made.
+    #[cfg(unix)]
     pub fn protect(
         &self,
         project: &Arc<crate::project::ProjectRoot>,

@@ -129,6 +129,7 @@ pub struct ShellToolset {
     /// (`sandbox::refusal`); checked again for every sandboxed command, so
     /// the `process` runner, which is built without the set's load checks,
     /// obeys it too.
+    #[cfg_attr(windows, allow(dead_code))]
     refused: Option<String>,
     spec: Vec<crate::description::Tool>,
     /// Whether sandboxed commands get the cache as an overlay (decided
@@ -136,6 +137,7 @@ pub struct ShellToolset {
     cache_overlay: bool,
     /// The credentials found under the home directory, kept until a
     /// directory the search read moves (`credentials.rs`).
+    #[cfg(unix)]
     credentials: std::sync::Mutex<credentials::Discovered>,
 }
 
@@ -186,18 +188,21 @@ impl ShellToolset {
             presentation: Presentation::Group,
             read_only: false,
         };
-        let running_binary = std::env::current_exe().ok().and_then(|p| std::fs::canonicalize(p).ok());
+        let running_binary = std::env::current_exe()
+            .ok()
+            .and_then(|p| crate::platform::canonicalize(&p).ok());
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let refused = sandbox::refusal(&config, root, home.as_deref());
         let cache_overlay = sandboxed && sandbox::overlay_available(&sandbox);
         ShellToolset {
             refused,
             cache_overlay,
+            #[cfg(unix)]
             credentials: Default::default(),
             config,
             sandbox,
             root: root.to_path_buf(),
-            canonical_root: std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf()),
+            canonical_root: crate::platform::canonicalize(root).unwrap_or_else(|_| root.to_path_buf()),
             project: project.clone(),
             interpreter,
             running_binary,
@@ -225,7 +230,7 @@ impl ShellToolset {
         }
         // Only from inside the project: outside it, the child's relative
         // paths (its config's write: entries, say) would resolve elsewhere.
-        if !std::fs::canonicalize(cwd).is_ok_and(|cwd| cwd.starts_with(&self.canonical_root)) {
+        if !crate::platform::canonicalize(cwd).is_ok_and(|cwd| cwd.starts_with(&self.canonical_root)) {
             return Regime::Sandboxed;
         }
         match iota::iota_call(
@@ -302,6 +307,8 @@ impl ShellToolset {
 
     /// What to start for `line` in `regime`, and whether a PID namespace
     /// contains everything it starts.
+    // On Windows `Launch` has no more fields than the iota line's sets.
+    #[cfg_attr(windows, allow(clippy::needless_update))]
     fn launch(&self, line: &str, cwd: &Path, session: &Session, regime: &Regime) -> std::io::Result<(Launch, bool)> {
         let argv = self.interpreter.argv(line);
         let command = match regime {

@@ -98,6 +98,7 @@ pub struct FilesRoot {
     dir: std::fs::File,
     /// `dir`'s device and inode, read once: an open descriptor's never
     /// change, and the warm tree compares them at every lookup.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
     identity: Option<warm::Identity>,
 }
 
@@ -386,6 +387,7 @@ fn open_listable(root: &FilesRoot, relative: &Path) -> Result<std::fs::File, Str
 /// Bytes of directory entries one `getdents64` fills: glibc's `opendir`
 /// buffer, and room for any name a filesystem returns (FUSE's go past 255
 /// bytes, where glibc's `readdir_r` drops them).
+#[cfg(unix)]
 const GETDENTS_BUFFER: usize = 32 * 1024;
 
 /// The entries of an opened directory, as `list-dir` answers them: sorted

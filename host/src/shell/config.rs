@@ -64,6 +64,9 @@ pub enum HomeView {
     Only(Vec<PathBuf>),
 }
 
+/// The default `tools.shell.max_processes`.
+pub const DEFAULT_MAX_PROCESSES: u64 = 2048;
+
 /// Bytes of one command's log kept on the host unless `max_log:` says
 /// otherwise: 64 MiB.
 pub const DEFAULT_MAX_LOG: u64 = 64 << 20;
@@ -76,7 +79,7 @@ impl Default for ShellConfig {
             auto_run: false,
             write: Vec::new(),
             env: Default::default(),
-            max_processes: super::processes::DEFAULT_MAX,
+            max_processes: DEFAULT_MAX_PROCESSES,
             home: HomeView::Only(
                 super::home_dir()
                     .as_deref()
@@ -167,7 +170,7 @@ impl ShellConfig {
                 pass: env.pass,
                 set: env.set.into_iter().collect(),
             },
-            max_processes: raw.max_processes.unwrap_or(super::processes::DEFAULT_MAX),
+            max_processes: raw.max_processes.unwrap_or(DEFAULT_MAX_PROCESSES),
             home: home_view,
             max_log: raw.max_log.map_or(DEFAULT_MAX_LOG, |mib| mib.saturating_mul(1 << 20)),
         })

@@ -65,6 +65,7 @@ pub enum Redirection {
 }
 
 /// The one target outside the project a redirection may name.
+#[cfg_attr(windows, allow(dead_code))]
 pub const DEV_NULL: &str = "/dev/null";
 
 /// An accepted line: exactly what runs.
@@ -365,7 +366,7 @@ impl Lexer {
 pub fn resolve(word: &str, cwd: &Path, path_var: Option<&str>) -> Option<PathBuf> {
     let separators: &[char] = if cfg!(windows) { &['/', '\\'] } else { &['/'] };
     if word.contains(separators) {
-        return std::fs::canonicalize(cwd.join(word)).ok();
+        return crate::platform::canonicalize(&cwd.join(word)).ok();
     }
     let list_separator = if cfg!(windows) { ';' } else { ':' };
     path_var?
@@ -379,12 +380,12 @@ pub fn resolve(word: &str, cwd: &Path, path_var: Option<&str>) -> Option<PathBuf
         })
         .flat_map(|dir| program_names(word).into_iter().map(move |name| dir.join(name)))
         .find(|candidate| is_executable(candidate))
-        .and_then(|found| std::fs::canonicalize(found).ok())
+        .and_then(|found| crate::platform::canonicalize(&found).ok())
 }
 
 /// The file names a bare command word may be: itself on Unix; on Windows
 /// itself when it has an extension, then it with each of `PATHEXT`'s.
-fn program_names(word: &str) -> Vec<String> {
+pub(crate) fn program_names(word: &str) -> Vec<String> {
     if cfg!(unix) {
         return vec![word.to_string()];
     }

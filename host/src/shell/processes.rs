@@ -14,9 +14,6 @@ use std::fs::File;
 use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 
-/// The default `tools.shell.max_processes`.
-pub const DEFAULT_MAX: u64 = 2048;
-
 /// How one command's processes are bounded: a cgroup (removed on drop) or an
 /// rlimit for the child.
 #[derive(Debug)]

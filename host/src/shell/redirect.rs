@@ -20,13 +20,25 @@
 //! file is opened ([`perform`]), so what changed in between makes the call
 //! fail, never the write land there.
 
-use super::iota::{DEV_NULL, Open, Redirection};
+use super::iota::Redirection;
+#[cfg(unix)]
+use super::iota::{DEV_NULL, Open};
 use crate::project::ProjectRoot;
+#[cfg(unix)]
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+#[cfg(unix)]
 use rustix::io::Errno;
+#[cfg(unix)]
 use std::ffi::{OsStr, OsString};
+#[cfg(unix)]
 use std::os::fd::{AsFd, OwnedFd};
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
+#[cfg(unix)]
+use std::path::{Component, PathBuf};
+
+/// An open file a stream is redirected to.
+#[cfg(windows)]
+type OwnedFd = std::os::windows::io::OwnedHandle;
 
 /// Where the command's standard streams go once the redirections are done.
 #[derive(Debug, Default)]
@@ -50,6 +62,7 @@ pub enum Sink {
 }
 
 impl Sink {
+    #[cfg(unix)]
     fn try_clone(&self) -> std::io::Result<Sink> {
         Ok(match self {
             Sink::Output => Sink::Output,
@@ -63,6 +76,7 @@ impl Sink {
 /// link on the way, not a link, FIFO, device or directory itself, and (when
 /// written) not in a protected place. A target or a directory that does not
 /// exist yet passes: opening it fails as bash's would.
+#[cfg(unix)]
 pub fn allowed(redirections: &[Redirection], root: &ProjectRoot, cwd: &Path) -> bool {
     redirections.iter().all(|redirection| match redirection {
         Redirection::Dup { .. } => true,
@@ -88,6 +102,7 @@ pub fn allowed(redirections: &[Redirection], root: &ProjectRoot, cwd: &Path) -> 
 /// runs with, or the first failure, as `TARGET: reason`. Like bash, a
 /// failure is also said on stderr as the redirections before it left it
 /// (`&>log >missing/x` says it in `log`), as `iota-host: TARGET: reason`.
+#[cfg(unix)]
 pub fn perform(redirections: &[Redirection], root: &ProjectRoot, cwd: &Path) -> Result<Streams, String> {
     let mut streams = Streams::default();
     perform_onto(&mut streams, redirections, root, cwd).inspect_err(|why| {
@@ -98,6 +113,23 @@ pub fn perform(redirections: &[Redirection], root: &ProjectRoot, cwd: &Path) -> 
     Ok(streams)
 }
 
+/// Windows has no sandbox to leave: an iota line runs as every line does,
+/// its redirections the interpreter's.
+#[cfg(windows)]
+pub fn allowed(_redirections: &[Redirection], _root: &ProjectRoot, _cwd: &Path) -> bool {
+    false
+}
+
+/// Never asked on Windows ([`allowed`] is false there).
+#[cfg(windows)]
+pub fn perform(redirections: &[Redirection], _root: &ProjectRoot, _cwd: &Path) -> Result<Streams, String> {
+    if redirections.is_empty() {
+        return Ok(Streams::default());
+    }
+    Err("redirections are the interpreter's on Windows".to_string())
+}
+
+#[cfg(unix)]
 fn perform_onto(
     streams: &mut Streams,
     redirections: &[Redirection],
@@ -135,6 +167,7 @@ fn perform_onto(
     Ok(())
 }
 
+#[cfg(unix)]
 /// Opens one redirection's file as bash would, within the rules above.
 fn open_target(root: &ProjectRoot, cwd: &Path, target: &str, open: Open) -> Result<OwnedFd, String> {
     let failed = |why: &str| format!("{target}: {why}");
@@ -173,11 +206,13 @@ fn open_target(root: &ProjectRoot, cwd: &Path, target: &str, open: Open) -> Resu
     Ok(file)
 }
 
+#[cfg(unix)]
 /// The words bash uses for an error (`No such file or directory`).
 fn errno_text(e: Errno) -> String {
     iota_toolset::output::plain(&std::io::Error::from(e))
 }
 
+#[cfg(unix)]
 /// Why a target's directory was not reached.
 enum Refused {
     /// A directory on the way does not exist.
@@ -190,6 +225,7 @@ enum Refused {
     Other(Errno),
 }
 
+#[cfg(unix)]
 /// `target` (relative to `cwd`, or absolute) as components below the
 /// root, `..` taken lexically (no link can be on the way: [`walk`] follows
 /// none); `None` when it is not beneath the root or names the root itself.
@@ -220,6 +256,7 @@ fn beneath(root: &ProjectRoot, cwd: &Path, target: &str) -> Option<Vec<OsString>
     (!parts.is_empty()).then_some(parts)
 }
 
+#[cfg(unix)]
 /// The directory `relative`'s last component is in, reached from the root
 /// one directory at a time with no link followed, and that name. Written
 /// (`writes`), a protected place is refused: by its names, or a
@@ -248,7 +285,7 @@ fn walk(root: &ProjectRoot, relative: &[OsString], writes: bool) -> Result<(Owne
     Ok((dir, name.clone()))
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 

@@ -61,9 +61,11 @@ pub struct Running {
     pub started: Instant,
     /// Its log file: every byte of its output, uncapped.
     pub log: PathBuf,
+    #[cfg_attr(windows, allow(dead_code))]
     marker: String,
     /// Whether a PID namespace holds every process it starts (sandboxed):
     /// killing its leader then kills them all, and no sweep is needed.
+    #[cfg_attr(windows, allow(dead_code))]
     contained: bool,
     /// The pids cgroup every process it starts is in, when it has one.
     cgroup: Option<PathBuf>,
@@ -311,7 +313,7 @@ impl Running {
         mut child: Child,
         timeout: Option<Duration>,
         eof: std::sync::mpsc::Receiver<()>,
-        processes: Processes,
+        #[cfg_attr(windows, allow(unused_variables))] processes: Processes,
     ) {
         // The wait below blocks, so a normal exit is seen at once; deadlines,
         // stops and cancellation are polled by a companion thread that kills
@@ -349,6 +351,7 @@ impl Running {
         let _ = eof.recv_timeout(Duration::from_millis(250));
         // Before the ending is known: a process that exits right after it
         // (`iota-host call`) must not leave the command's cgroup behind.
+        #[cfg(unix)]
         drop(processes);
         let mut state = self.state.lock().unwrap();
         state.ending = Some(ending);

@@ -91,10 +91,9 @@ pub fn probe(bwrap: &Path) -> bool {
 /// kernel that allows one in a user namespace), asked afresh: a write into
 /// the overlay lands in its upper directory and not in the lower one.
 pub fn probe_overlay(bwrap: &Path) -> bool {
-    use std::os::unix::fs::DirBuilderExt;
     // A fresh, unguessable directory of the host's own, removed after.
     let dir = std::env::temp_dir().join(format!("iota-overlay-probe-{}", crate::secret::token()));
-    if std::fs::DirBuilder::new().mode(0o700).create(&dir).is_err() {
+    if crate::platform::private_dir_builder().create(&dir).is_err() {
         return false;
     }
     let works = probe_overlay_in(bwrap, &dir);
@@ -574,6 +573,7 @@ pub fn bwrap_args(policy: &Policy, cwd: &Path, seccomp_fds: &[i32], argv: &[OsSt
 
 /// The Seatbelt profile for `/usr/bin/sandbox-exec -p PROFILE`: everything
 /// readable, writes only under the writable directories, network per policy.
+#[cfg_attr(windows, allow(dead_code))]
 pub fn seatbelt_profile(policy: &Policy) -> String {
     let mut profile = String::from(
         "(version 1)\n(deny default)\n(allow process-exec)\n(allow process-fork)\n(allow signal (target same-sandbox))\n(allow sysctl-read)\n(allow mach-lookup)\n(allow ipc-posix-shm)\n(allow file-read*)\n(allow file-write-data (literal \"/dev/null\") (literal \"/dev/tty\") (regex #\"^/dev/fd/\"))\n",
@@ -619,6 +619,7 @@ pub fn seatbelt_profile(policy: &Policy) -> String {
     profile
 }
 
+#[cfg_attr(windows, allow(dead_code))]
 fn seatbelt_string(path: &Path) -> String {
     format!(
         "\"{}\"",
@@ -626,10 +627,23 @@ fn seatbelt_string(path: &Path) -> String {
     )
 }
 
+/// An executable named `name` (with each of `PATHEXT`'s extensions) in an
+/// absolute PATH entry: Windows has no sandbox whose commands could have
+/// planted one.
+#[cfg(windows)]
+pub fn find_trusted(name: &str, _writable: &[PathBuf]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .filter(|dir| dir.is_absolute())
+        .flat_map(|dir| super::iota::program_names(name).into_iter().map(move |n| dir.join(n)))
+        .find(|candidate| candidate.is_file())
+}
+
 /// An executable named `name` on PATH that no sandboxed command can have
 /// put there: only absolute PATH entries outside `writable` (and outside
 /// /tmp, /var/tmp and /dev/shm), and only a file that neither group nor
 /// others may write, owned by root or the user.
+#[cfg(unix)]
 pub fn find_trusted(name: &str, writable: &[PathBuf]) -> Option<PathBuf> {
     use std::os::unix::fs::MetadataExt;
     let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());

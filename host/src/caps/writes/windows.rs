@@ -26,7 +26,8 @@ pub const HOLDS_ANCESTORS: bool = true;
 
 /// Nothing identifies the root beyond holding it: the walk up stops at the
 /// held directories.
-pub type RootId = ();
+#[derive(Debug, Clone, Copy)]
+pub struct RootId;
 
 /// The pinned root, held again to walk from.
 pub fn open_root(root: &Path) -> std::io::Result<Dir> {
@@ -35,7 +36,7 @@ pub fn open_root(root: &Path) -> std::io::Result<Dir> {
 
 /// The identity of the opened root.
 pub fn root_id(_root: &Dir) -> std::io::Result<RootId> {
-    Ok(())
+    Ok(RootId)
 }
 
 /// What `name` in `dir` is, not following a reparse point; `None` when

@@ -356,12 +356,25 @@ fn stat_name(dir: &std::fs::File, name: &str) -> Option<EntryStat> {
     })
 }
 
-/// Opens the directory `relative` beneath `root` for reading its entries
-/// (cap-std's `open_dir` opens `O_PATH`, which cannot be read).
+/// Holds the directory `relative` beneath `root` and every directory on the
+/// way, none a reparse point (stricter than cap-std, which follows a link
+/// that stays inside).
 #[cfg(windows)]
-fn open_listable(root: &FilesRoot, relative: &Path) -> Result<std::fs::File, String> {
-    cap_primitives::fs::open_dir(&root.dir, relative).map_err(|e| e.to_string())
+fn open_listable(root: &FilesRoot, relative: &Path) -> Result<Listable, String> {
+    use crate::platform::windows::{HeldDir, hold_beneath};
+    let top = HeldDir::open(&root.at).map_err(|e| plain(&e))?;
+    let mut held = hold_beneath(&top, relative).map_err(|e| plain(&e))?;
+    held.insert(0, top);
+    Ok(held)
 }
+
+/// A directory opened for listing: on Windows the held directories from
+/// the preopen down to it, so that its path stays its own while it is read.
+#[cfg(windows)]
+type Listable = Vec<crate::platform::windows::HeldDir>;
+/// A directory opened for listing.
+#[cfg(unix)]
+type Listable = std::fs::File;
 
 /// Opens the directory `relative` beneath `root` for reading its entries
 /// (cap-std's `open_dir` opens `O_PATH`, which cannot be read).
@@ -442,15 +455,21 @@ fn list_opened(dir: std::fs::File) -> Result<Vec<Entry>, String> {
 /// The entries of an opened directory, as `list-dir` answers them: sorted
 /// by name; a read error is an error, not the end of the listing.
 #[cfg(windows)]
-fn list_opened(dir: std::fs::File) -> Result<Vec<Entry>, String> {
+fn list_opened(held: Listable) -> Result<Vec<Entry>, String> {
+    let dir = held.last().ok_or("nothing held")?;
     let mut listed: Vec<Entry> = Vec::new();
-    for entry in cap_primitives::fs::read_base_dir(&dir).map_err(|e| plain(&e))? {
+    for entry in std::fs::read_dir(dir.path()).map_err(|e| plain(&e))? {
         let entry = entry.map_err(|e| plain(&e))?;
         let name = entry.file_name();
         if listed.len() == MAX_DIR_ENTRIES {
             return Err(format!("more than {MAX_DIR_ENTRIES} entries"));
         }
-        let kind = entry.file_type().map_or(Kind::Other, kind_of);
+        let kind = match entry.metadata() {
+            Ok(meta) if crate::platform::windows::is_reparse_point(&meta) => Kind::Symlink,
+            Ok(meta) if meta.is_dir() => Kind::Directory,
+            Ok(meta) if meta.is_file() => Kind::File,
+            _ => Kind::Other,
+        };
         if kind == Kind::File && super::writes::is_write_temporary(name.as_encoded_bytes()) {
             continue;
         }

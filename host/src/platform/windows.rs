@@ -134,8 +134,10 @@ impl HeldDir {
 pub fn hold_beneath(root: &HeldDir, relative: &Path) -> io::Result<Vec<HeldDir>> {
     let mut held: Vec<HeldDir> = Vec::new();
     for part in relative.components() {
-        let Component::Normal(name) = part else {
-            return Err(io::Error::from(io::ErrorKind::InvalidInput));
+        let name = match part {
+            Component::Normal(name) => name,
+            Component::CurDir => continue,
+            _ => return Err(io::Error::from(io::ErrorKind::InvalidInput)),
         };
         let next = held.last().unwrap_or(root).child(name)?;
         held.push(next);

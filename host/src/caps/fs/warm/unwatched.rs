@@ -42,7 +42,7 @@ pub struct WarmStats {
 pub(in crate::caps::fs) type Identity = ();
 
 /// Opens a directory of the root a listing is asked in.
-pub(in crate::caps::fs) type OpenAbove<'a> = dyn Fn(&Path) -> Result<std::fs::File, String> + 'a;
+pub(in crate::caps::fs) type OpenAbove<'a> = dyn Fn(&Path) -> Result<super::Listable, String> + 'a;
 
 /// The identity of an opened root.
 pub(in crate::caps::fs) fn identity(_file: &std::fs::File) -> Option<Identity> {
@@ -55,8 +55,8 @@ impl WarmTree {
         &self,
         _root: &FilesRoot,
         _dir: &Path,
-        open: impl FnOnce() -> Result<std::fs::File, String>,
-        read: impl FnOnce(std::fs::File) -> Result<Vec<Entry>, String>,
+        open: impl FnOnce() -> Result<super::Listable, String>,
+        read: impl FnOnce(super::Listable) -> Result<Vec<Entry>, String>,
         _open_above: Option<&OpenAbove>,
     ) -> Result<Arc<Vec<Entry>>, String> {
         read(open()?).map(Arc::new)

@@ -379,7 +379,7 @@ type Listable = std::fs::File;
 /// Opens the directory `relative` beneath `root` for reading its entries
 /// (cap-std's `open_dir` opens `O_PATH`, which cannot be read).
 #[cfg(unix)]
-fn open_listable(root: &FilesRoot, relative: &Path) -> Result<std::fs::File, String> {
+fn open_listable(root: &FilesRoot, relative: &Path) -> Result<Listable, String> {
     let mut options = OpenOptions::new();
     options
         .read(true)
@@ -412,7 +412,7 @@ const GETDENTS_BUFFER: usize = 32 * 1024;
 /// `readdir_r` ends there, giving a short listing), and there is no `DIR`
 /// to set up (`fdopendir`'s `fcntl` and `fstat`) or rewind.
 #[cfg(unix)]
-fn list_opened(dir: std::fs::File) -> Result<Vec<Entry>, String> {
+fn list_opened(dir: Listable) -> Result<Vec<Entry>, String> {
     let io_error = |e: rustix::io::Errno| plain(&std::io::Error::from(e));
     let mut buffer = Vec::with_capacity(GETDENTS_BUFFER);
     let mut entries = rustix::fs::RawDir::new(&dir, buffer.spare_capacity_mut());

@@ -342,6 +342,11 @@ fn open_at(
         options.read(true);
         mode |= OpenMode::READ;
     }
+    // Windows opens a directory only with `FILE_FLAG_BACKUP_SEMANTICS`,
+    // which cap-primitives sets for an open that may be of one (as
+    // wasmtime-wasi's own `open-at` asks).
+    #[cfg(windows)]
+    options._cap_fs_ext_maybe_dir(true);
     // cap-primitives' public name for `follow` (the one cap-fs-ext uses).
     options._cap_fs_ext_follow(if path_flags.contains(PathFlags::SYMLINK_FOLLOW) {
         FollowSymlinks::Yes

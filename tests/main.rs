@@ -23,5 +23,6 @@ mod startup;
 mod supply_chain;
 mod terminal;
 mod warm_tree;
+mod windows;
 mod workers;
 mod writes;

@@ -200,7 +200,7 @@ fn load_set(
         grants.extend(decl.grant.iter().flatten().copied());
         (wasm.into(), grants, decl.limits, Vec::new())
     } else if builtin_set(name).is_some_and(|set| matches!(set.runs, Runs::Native)) {
-        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let home = crate::platform::home_dir();
         let cwd = std::env::current_dir().unwrap_or_else(|_| root.to_path_buf());
         return Ok(ShellConfig::decode(value, home.as_deref(), &cwd)
             .and_then(
@@ -249,7 +249,7 @@ fn load_set(
 /// The shell runner behind a granted `process` capability: the agent's own
 /// `shell:` settings when it has a valid set, the defaults otherwise.
 fn process_runner(agent: &Agent, project: &Arc<ProjectRoot>) -> Arc<ShellToolset> {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let home = crate::platform::home_dir();
     let cwd = std::env::current_dir().unwrap_or_else(|_| project.path().to_path_buf());
     let config = agent
         .sets()

@@ -364,7 +364,7 @@ impl Config {
             Ok(file) => file.unwrap_or_default(),
             Err(e) => bail!("config {origin}: {e}"),
         };
-        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let home = crate::platform::home_dir();
         let mut toolsets = BTreeMap::new();
         for (name, decl) in file.toolsets.unwrap_or_default() {
             let decl = decl
@@ -773,9 +773,7 @@ fn untag(value: &mut Value) {
 
 /// `~/.iota/config.yaml`.
 fn home_config() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(|h| PathBuf::from(h).join(".iota").join("config.yaml"))
+    crate::platform::home_dir().map(|h| h.join(".iota").join("config.yaml"))
 }
 
 /// Removes from a project's config every key that would loosen what runs

@@ -60,7 +60,7 @@ pub fn builtin(set: &BuiltinSet) -> Option<Builtin> {
         .iter()
         .map(|word| Capability::parse(word).expect("BUILTIN_SETS grants only capability words"))
         .collect();
-    let home = std::env::var_os("HOME").filter(|h| !h.is_empty()).map(PathBuf::from);
+    let home = crate::platform::home_dir();
     let read_dirs = set
         .home_dirs
         .iter()

@@ -24,13 +24,14 @@ const TAG_LEN: usize = 32;
 /// The key's file name inside the directory.
 const KEY_FILE: &str = "key";
 
-/// `$IOTA_CACHE_DIR`, else `$XDG_STATE_HOME/iota-host`, else
-/// `~/.local/state/iota-host`.
+/// `$IOTA_CACHE_DIR`, else `$XDG_STATE_HOME/iota-host`, else (Windows)
+/// `%LOCALAPPDATA%\iota-host`, else `~/.local/state/iota-host`.
 pub fn default_dir() -> Option<PathBuf> {
     let env = |name| std::env::var_os(name).filter(|v| !v.is_empty()).map(PathBuf::from);
-    env("IOTA_CACHE_DIR")
-        .or_else(|| env("XDG_STATE_HOME").map(|d| d.join("iota-host")))
-        .or_else(|| env("HOME").map(|h| h.join(".local").join("state").join("iota-host")))
+    let dir = env("IOTA_CACHE_DIR").or_else(|| env("XDG_STATE_HOME").map(|d| d.join("iota-host")));
+    #[cfg(windows)]
+    let dir = dir.or_else(|| env("LOCALAPPDATA").map(|d| d.join("iota-host")));
+    dir.or_else(|| crate::platform::home_dir().map(|h| h.join(".local").join("state").join("iota-host")))
 }
 
 /// An open state directory: where it is and the key that seals its files.

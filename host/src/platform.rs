@@ -48,6 +48,20 @@ pub fn open_to_read_no_follow(path: &Path) -> std::io::Result<File> {
     windows::open_no_reparse(OpenOptions::new().read(true), path)
 }
 
+/// The user's home directory: `$HOME` when set (Unix, and Git Bash or a
+/// Unix-minded user on Windows), else on Windows `%USERPROFILE%`.
+pub fn home_dir() -> Option<std::path::PathBuf> {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+    };
+    let home = var("HOME");
+    #[cfg(windows)]
+    let home = home.or_else(|| var("USERPROFILE"));
+    home
+}
+
 /// The path whose bytes are `bytes`, as git and the kernel store them: any
 /// bytes on Unix; on Windows UTF-8, what does not decode replaced.
 pub fn path_from_bytes(bytes: Vec<u8>) -> std::path::PathBuf {

@@ -263,9 +263,15 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     }
     // `serve` asks its client (elicitation) unless told otherwise; its sets are
     // loaded as for a session that can answer, and `ask` is hidden per client.
-    let client_asks = matches!(cli.command, Command::Serve) && cli.answers.is_none() && !cli.non_interactive;
+    // A command line a model wrote has nobody to ask: whatever could answer
+    // (its stdin, the client `serve` would ask) is the model's own, so its
+    // gated calls are refused as in a non-interactive run.
+    let nobody_asked = cli.non_interactive || model_root.is_some();
+    let client_asks = matches!(cli.command, Command::Serve) && cli.answers.is_none() && !nobody_asked;
     let ui = if client_asks {
         Arc::new(ScriptedUi::parse("[]").map_err(UsageError)?)
+    } else if nobody_asked {
+        Arc::new(NoUi)
     } else {
         choose_ui(&cli).map_err(UsageError)?
     };

@@ -89,8 +89,11 @@ pub mod internals {
     /// Whether an iota line's `redirections`, made in `cwd`, may run outside
     /// the sandbox of the project at `root` (`shell/redirect.rs`).
     pub fn redirections_allowed(redirections: &[Redirection], root: &std::path::Path, cwd: &std::path::Path) -> bool {
+        let Some(cwd) = crate::project::fold_beneath(root, cwd) else {
+            return false;
+        };
         crate::project::ProjectRoot::open(root)
-            .is_ok_and(|root| crate::shell::redirect::allowed(redirections, &root, cwd))
+            .is_ok_and(|root| crate::shell::redirect::allowed(redirections, &root, &cwd))
     }
 
     /// Worker tasks `session`'s calls have submitted so far.

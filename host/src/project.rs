@@ -23,7 +23,7 @@
 use rustix::fs::{Mode, OFlags};
 #[cfg(unix)]
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 /// The project root, pinned.
 #[derive(Debug)]
@@ -123,6 +123,30 @@ impl ProjectRoot {
         #[cfg(windows)]
         Some(self.path.clone())
     }
+}
+
+/// `given` relative to `root`, `.` and `..` folded by the text: `None` when
+/// it climbs above the root or is absolute elsewhere.
+pub fn fold_beneath(root: &Path, given: &Path) -> Option<PathBuf> {
+    let relative = if given.is_absolute() {
+        given.strip_prefix(root).ok()?
+    } else {
+        given
+    };
+    let mut folded = PathBuf::new();
+    for part in relative.components() {
+        match part {
+            Component::Normal(name) => folded.push(name),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !folded.pop() {
+                    return None;
+                }
+            }
+            Component::RootDir | Component::Prefix(_) => return None,
+        }
+    }
+    Some(folded)
 }
 
 /// `/proc/self/fd/N`, where this process's descriptors are reachable so.

@@ -228,20 +228,45 @@ impl ShellToolset {
         if !self.sandboxed() {
             return Regime::Unsandboxed;
         }
-        // Only from inside the project: outside it, the child's relative
-        // paths (its config's write: entries, say) would resolve elsewhere.
-        if !crate::platform::canonicalize(cwd).is_ok_and(|cwd| cwd.starts_with(&self.canonical_root)) {
+        // Only from inside the project, a directory reached from the pinned
+        // root with no link on the way (what the child is started in, by
+        // descriptor): outside it, the child's relative paths (its config's
+        // write: entries, say) would resolve elsewhere.
+        let Some(cwd_beneath) = self.cwd_beneath(cwd) else {
             return Regime::Sandboxed;
-        }
+        };
         match iota::iota_call(
             line,
             self.running_binary.as_deref(),
             cwd,
             std::env::var("PATH").ok().as_deref(),
         ) {
-            Some(command) if redirect::allowed(&command.redirections, &self.project, cwd) => Regime::Iota(command),
+            Some(command) if redirect::allowed(&command.redirections, &self.project, &cwd_beneath) => {
+                Regime::Iota(command)
+            }
             _ => Regime::Sandboxed,
         }
+    }
+
+    /// `cwd` relative to the root, `..` folded by the text, when it is a
+    /// directory beneath the pinned root reached with no link on the way.
+    fn cwd_beneath(&self, cwd: &Path) -> Option<PathBuf> {
+        let relative = crate::project::fold_beneath(self.project.path(), cwd)?;
+        self.pin_dir(&relative).ok().map(|_| relative)
+    }
+
+    /// The directory `relative` beneath the pinned root, opened with no link
+    /// followed on the way: what an iota line's child starts in.
+    #[cfg(unix)]
+    fn pin_dir(&self, relative: &Path) -> std::io::Result<std::os::fd::OwnedFd> {
+        use rustix::fs::OFlags;
+        self.project.open_beneath(relative, OFlags::PATH | OFlags::DIRECTORY)
+    }
+
+    /// Windows never leaves a sandbox: nothing is started by descriptor.
+    #[cfg(windows)]
+    fn pin_dir(&self, _relative: &Path) -> std::io::Result<()> {
+        Ok(())
     }
 
     /// The command as the header and a background job's label show it:
@@ -355,13 +380,28 @@ impl ShellToolset {
         argv.extend(command.words[1..].iter().map(OsString::from));
         // Performed now, in bash's order, each file checked again as it is
         // opened (`redirect.rs`): one that fails ends the call here.
-        let streams = redirect::perform(&command.redirections, &self.project, cwd).map_err(std::io::Error::other)?;
+        // The directory decided on, pinned now: the child starts in it by
+        // descriptor, and the redirections resolve from it, whatever its
+        // path has become since.
+        let changed = || {
+            std::io::Error::other(format!(
+                "{}: the working directory is no longer a directory of the project reached without a link; nothing ran",
+                cwd.display()
+            ))
+        };
+        let cwd_beneath = crate::project::fold_beneath(self.project.path(), cwd).ok_or_else(changed)?;
+        #[cfg_attr(windows, allow(unused_variables))]
+        let pinned = self.pin_dir(&cwd_beneath).map_err(|_| changed())?;
+        let streams =
+            redirect::perform(&command.redirections, &self.project, &cwd_beneath).map_err(std::io::Error::other)?;
         Ok((
             Launch {
                 argv,
                 arg0: Some(command.words[0].clone().into()),
                 env: Some(env),
                 streams,
+                #[cfg(unix)]
+                cwd: Some(pinned),
                 ..Launch::default()
             },
             false,

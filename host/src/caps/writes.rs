@@ -127,7 +127,7 @@ impl HeldWrite {
         if given.len() > super::fs::MAX_PATH_BYTES {
             return Err(too_long());
         }
-        let relative = fold_beneath(root, Path::new(given)).ok_or(Unresolved::Outside)?;
+        let relative = crate::project::fold_beneath(root, Path::new(given)).ok_or(Unresolved::Outside)?;
         let root_dir = sys::open_root(root).map_err(other)?;
         // The directories entered below the root, with their names.
         let mut entered: Vec<(Dir, OsString)> = Vec::new();
@@ -418,30 +418,6 @@ fn follow(dir: &Dir, name: &OsStr, pending: &mut Vec<OsString>, hops: &mut usize
     }
     pending.extend(target.iter().rev().map(OsStr::to_os_string));
     Ok(())
-}
-
-/// `given` relative to `root`, `.` and `..` folded by the text: `None` when
-/// it climbs above the root or is absolute elsewhere.
-fn fold_beneath(root: &Path, given: &Path) -> Option<PathBuf> {
-    let relative = if given.is_absolute() {
-        given.strip_prefix(root).ok()?
-    } else {
-        given
-    };
-    let mut folded = PathBuf::new();
-    for part in relative.components() {
-        match part {
-            Component::Normal(name) => folded.push(name),
-            Component::CurDir => {}
-            Component::ParentDir => {
-                if !folded.pop() {
-                    return None;
-                }
-            }
-            Component::RootDir | Component::Prefix(_) => return None,
-        }
-    }
-    Some(folded)
 }
 
 /// A file's version from its metadata.

@@ -171,6 +171,11 @@ pub struct Launch {
     /// in the host once it has started.
     #[cfg(unix)]
     pub inherit: Vec<OwnedFd>,
+    /// The directory it starts in, held: entered through `/proc/self/fd`
+    /// in the child, so a path swapped since the decision is not followed.
+    /// `None`: the `cwd` given to [`Running::start`], by path.
+    #[cfg(unix)]
+    pub cwd: Option<OwnedFd>,
     /// How many processes it may have: a cgroup it joins before it executes
     /// (so everything it starts is counted from the first fork), kept until
     /// it ends, or an rlimit.
@@ -487,6 +492,14 @@ type Processes = ();
 #[cfg(unix)]
 fn spawn(mut command: Command, launch: &mut Launch) -> std::io::Result<Spawned> {
     command.process_group(0);
+    // The child's own copy of the descriptor, at its chdir (before exec).
+    if let Some(through) = launch
+        .cwd
+        .as_ref()
+        .and_then(|dir| crate::project::fd_path(dir.as_raw_fd()))
+    {
+        command.current_dir(through);
+    }
     if let Some(arg0) = &launch.arg0 {
         command.arg0(arg0);
     }

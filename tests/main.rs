@@ -15,6 +15,7 @@ mod jail;
 mod limits;
 mod load;
 mod mcp;
+mod platforms;
 mod registry;
 mod sandbox;
 mod shell;

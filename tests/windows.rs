@@ -10,7 +10,7 @@
 //! nothing), Git for Windows, NTFS refusing to rename a directory another
 //! process holds — is listed in ARCHITECTURE.md ("Windows").
 
-use crate::support::require;
+use crate::support::{self, require};
 use serde_json::{Value, json};
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -59,41 +59,17 @@ fn prepare() -> Result<Wine, String> {
     if !on_path("x86_64-w64-mingw32-gcc") {
         return Err("mingw-w64 (Debian's gcc-mingw-w64-x86-64)".into());
     }
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
-    let target_dir = workspace.join("target").join("windows");
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let libdir = Command::new("rustc")
-        .current_dir(&workspace)
-        .args(["--print", "target-libdir", "--target", TARGET])
-        .output()
-        .ok()
-        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
-    if !libdir.is_some_and(|dir| std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some())) {
+    if !support::target_installed(TARGET) {
         return Err(format!("the {TARGET} target (rustup target add {TARGET})"));
     }
-    let built = Command::new(&cargo)
-        .current_dir(&workspace)
-        .env_remove("CARGO_TARGET_DIR")
-        .env_remove("CARGO_BUILD_TARGET")
-        .args([
-            "build",
-            "--quiet",
-            "--target",
-            TARGET,
-            "-p",
-            "iota-host",
-            "--bin",
-            "iota-host",
-            "--target-dir",
-        ])
-        .arg(&target_dir)
-        .output()
-        .expect("cargo runs");
+    let built = support::cargo_for_target("build", TARGET, "windows", &["--bin", "iota-host"], &[]);
     assert!(
         built.status.success(),
         "cross-building iota-host for {TARGET} failed:\n{}",
         String::from_utf8_lossy(&built.stderr)
     );
+    let workspace = support::workspace();
+    let target_dir = workspace.join("target").join("windows");
     let exe = target_dir.join(TARGET).join("debug").join("iota-host.exe");
     let shim = exe.with_file_name("bcryptprimitives.dll");
     if !shim.exists() {

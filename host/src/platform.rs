@@ -88,3 +88,63 @@ pub fn canonicalize(path: &Path) -> std::io::Result<std::path::PathBuf> {
     }
     Ok(canonical)
 }
+
+/// `O_PATH` where the system has it (Linux): a descriptor that holds a
+/// directory or file in place without the right to read it. Elsewhere a
+/// read-only open stands in (it needs the read permission `O_PATH` does not).
+#[cfg(target_os = "linux")]
+pub const O_PATH: rustix::fs::OFlags = rustix::fs::OFlags::PATH;
+/// See the Linux definition.
+#[cfg(all(unix, not(target_os = "linux")))]
+pub const O_PATH: rustix::fs::OFlags = rustix::fs::OFlags::RDONLY;
+
+/// `AT_NO_AUTOMOUNT` where the system has it (Linux): a `stat` that does
+/// not mount an automount point. Elsewhere nothing.
+#[cfg(target_os = "linux")]
+pub const AT_NO_AUTOMOUNT: rustix::fs::AtFlags = rustix::fs::AtFlags::NO_AUTOMOUNT;
+/// See the Linux definition.
+#[cfg(all(unix, not(target_os = "linux")))]
+pub const AT_NO_AUTOMOUNT: rustix::fs::AtFlags = rustix::fs::AtFlags::empty();
+
+/// A `stat`'s device and inode, as 64-bit numbers on every Unix (macOS's
+/// device number is 32 bits, signed).
+#[cfg(unix)]
+#[allow(clippy::unnecessary_cast, clippy::cast_sign_loss)]
+pub fn dev_ino(st: &rustix::fs::Stat) -> (u64, u64) {
+    (st.st_dev as u64, st.st_ino as u64)
+}
+
+/// The entries of the open directory `fd`, read from its start: on Linux
+/// with `getdents64` itself into `buffer` (no `DIR` to set up; a read error
+/// is an error, not the end); elsewhere through the C library's `readdir`.
+/// Used as `while let Some(entry) = listing.next()`, each entry with its
+/// `file_name()` and `file_type()`.
+#[cfg(target_os = "linux")]
+pub fn listing<Fd: std::os::fd::AsFd>(fd: Fd, buffer: &mut Vec<u8>) -> rustix::fs::RawDir<'_, Fd> {
+    if buffer.capacity() == 0 {
+        buffer.reserve(32 << 10);
+    }
+    rustix::fs::RawDir::new(fd, buffer.spare_capacity_mut())
+}
+
+/// See the Linux definition.
+#[cfg(all(unix, not(target_os = "linux")))]
+pub fn listing<Fd: std::os::fd::AsFd>(fd: Fd, _buffer: &mut Vec<u8>) -> Listing {
+    Listing(Some(rustix::fs::Dir::read_from(fd)))
+}
+
+/// A directory's entries through `readdir` (Unix but Linux).
+#[cfg(all(unix, not(target_os = "linux")))]
+pub struct Listing(Option<rustix::io::Result<rustix::fs::Dir>>);
+
+#[cfg(all(unix, not(target_os = "linux")))]
+impl Listing {
+    /// The next entry; an error once, then the end, where the directory
+    /// could not be read.
+    pub fn next(&mut self) -> Option<rustix::io::Result<rustix::fs::DirEntry>> {
+        match self.0.as_mut()? {
+            Ok(dir) => dir.next(),
+            Err(_) => self.0.take().and_then(|opened| opened.err()).map(Err),
+        }
+    }
+}

@@ -40,7 +40,7 @@ impl ProjectRoot {
     pub fn open(path: &Path) -> std::io::Result<ProjectRoot> {
         #[cfg(unix)]
         let pinned = {
-            let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+            let flags = crate::platform::O_PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
             rustix::fs::open(path, flags, Mode::empty())?
         };
         #[cfg(windows)]
@@ -104,7 +104,7 @@ impl ProjectRoot {
             dir = rustix::fs::openat(
                 &dir,
                 *name,
-                OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                crate::platform::O_PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                 Mode::empty(),
             )?;
         }
@@ -185,7 +185,7 @@ mod tests {
         std::fs::create_dir_all(base.join("outside/b")).unwrap();
         std::os::unix::fs::symlink(base.join("outside"), base.join("root/link")).unwrap();
         let root = ProjectRoot::open(&base.join("root")).unwrap();
-        let flags = OFlags::PATH | OFlags::DIRECTORY;
+        let flags = crate::platform::O_PATH | OFlags::DIRECTORY;
         assert!(root.open_beneath(Path::new("a/b"), flags).is_ok());
         assert!(
             root.open_beneath(Path::new("link/b"), flags).is_err(),

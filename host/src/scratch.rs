@@ -144,21 +144,39 @@ fn sweep_journal(journal: &Path) -> usize {
 #[cfg(unix)]
 fn remove_temporary(dir: &Path, name: &std::ffi::OsStr) -> bool {
     let uid = rustix::process::geteuid().as_raw();
-    let how = rustix::fs::ResolveFlags::NO_SYMLINKS | rustix::fs::ResolveFlags::NO_MAGICLINKS;
-    let opened = rustix::fs::openat2(
-        rustix::fs::CWD,
-        dir,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-        how,
-    );
-    let Ok(dir) = opened else {
+    let Ok(dir) = open_with_no_link(dir) else {
         return false;
     };
     let ours = rustix::fs::statat(&dir, name, AtFlags::SYMLINK_NOFOLLOW).is_ok_and(|st| {
         rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile && st.st_uid == uid
     });
     ours && rustix::fs::unlinkat(&dir, name, AtFlags::empty()).is_ok()
+}
+
+/// The directory `dir` (absolute), opened with no symbolic link followed on
+/// the way: `openat2`'s `RESOLVE_NO_SYMLINKS` on Linux, elsewhere one
+/// component at a time from `/`, each `O_NOFOLLOW`.
+#[cfg(unix)]
+fn open_with_no_link(dir: &Path) -> rustix::io::Result<std::os::fd::OwnedFd> {
+    let flags = crate::platform::O_PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    #[cfg(target_os = "linux")]
+    {
+        let how = rustix::fs::ResolveFlags::NO_SYMLINKS | rustix::fs::ResolveFlags::NO_MAGICLINKS;
+        rustix::fs::openat2(rustix::fs::CWD, dir, flags, Mode::empty(), how)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        use std::path::Component;
+        let mut at = rustix::fs::open("/", flags, Mode::empty())?;
+        for part in dir.components() {
+            match part {
+                Component::RootDir => {}
+                Component::Normal(name) => at = rustix::fs::openat(&at, name, flags | OFlags::NOFOLLOW, Mode::empty())?,
+                _ => return Err(rustix::io::Errno::INVAL),
+            }
+        }
+        Ok(at)
+    }
 }
 
 /// Removes the write temporary `name` in `dir` if it is a regular file,

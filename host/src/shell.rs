@@ -260,7 +260,8 @@ impl ShellToolset {
     #[cfg(unix)]
     fn pin_dir(&self, relative: &Path) -> std::io::Result<std::os::fd::OwnedFd> {
         use rustix::fs::OFlags;
-        self.project.open_beneath(relative, OFlags::PATH | OFlags::DIRECTORY)
+        self.project
+            .open_beneath(relative, crate::platform::O_PATH | OFlags::DIRECTORY)
     }
 
     /// Windows never leaves a sandbox: nothing is started by descriptor.

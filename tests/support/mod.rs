@@ -712,3 +712,39 @@ pub fn tree(dir: &Path) -> Vec<(String, Vec<u8>, u32)> {
     out.sort();
     out
 }
+
+/// The workspace's root directory.
+pub fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// Whether the standard library for `target` is installed (`rustup target
+/// add`), asked of the pinned toolchain.
+pub fn target_installed(target: &str) -> bool {
+    Command::new("rustc")
+        .current_dir(workspace())
+        .args(["--print", "target-libdir", "--target", target])
+        .output()
+        .ok()
+        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()))
+        .is_some_and(|dir| std::fs::read_dir(&dir).is_ok_and(|mut d| d.next().is_some()))
+}
+
+/// `cargo SUBCOMMAND --target TARGET -p iota-host` in its own target
+/// directory (`target/DIR`), as `.ci/run` runs it first (the very command, so
+/// a suite finds it done): the output, whatever the outcome.
+pub fn cargo_for_target(subcommand: &str, target: &str, dir: &str, extra: &[&str], env: &[(&str, PathBuf)]) -> Output {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(workspace())
+        .env_remove("CARGO_TARGET_DIR")
+        .env_remove("CARGO_BUILD_TARGET")
+        .args([subcommand, "--target", target, "-p", "iota-host"])
+        .args(extra)
+        .arg("--target-dir")
+        .arg(workspace().join("target").join(dir));
+    for (name, value) in env {
+        cmd.env(name, value);
+    }
+    cmd.output().expect("cargo runs")
+}

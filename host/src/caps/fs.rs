@@ -415,7 +415,7 @@ const GETDENTS_BUFFER: usize = 32 * 1024;
 fn list_opened(dir: Listable) -> Result<Vec<Entry>, String> {
     let io_error = |e: rustix::io::Errno| plain(&std::io::Error::from(e));
     let mut buffer = Vec::with_capacity(GETDENTS_BUFFER);
-    let mut entries = rustix::fs::RawDir::new(&dir, buffer.spare_capacity_mut());
+    let mut entries = crate::platform::listing(&dir, &mut buffer);
     let mut listed: Vec<Entry> = Vec::new();
     while let Some(entry) = entries.next() {
         let entry = entry.map_err(io_error)?;
@@ -430,7 +430,7 @@ fn list_opened(dir: Listable) -> Result<Vec<Entry>, String> {
             // No type in the entry (some filesystems): `stat` it, neither
             // followed nor mounted (an automount point stays a directory).
             rustix::fs::FileType::Unknown => {
-                let flags = rustix::fs::AtFlags::SYMLINK_NOFOLLOW | rustix::fs::AtFlags::NO_AUTOMOUNT;
+                let flags = rustix::fs::AtFlags::SYMLINK_NOFOLLOW | crate::platform::AT_NO_AUTOMOUNT;
                 let stat = rustix::fs::statat(&dir, entry.file_name(), flags);
                 stat.map_or(Kind::Other, |st| {
                     kind_of_type(rustix::fs::FileType::from_raw_mode(st.st_mode))
@@ -669,13 +669,14 @@ fn file_in_dir_by_components<'a>(root: &'a FilesRoot, relative: &'a Path, path: 
 /// and rules it out as it stood when the directory was opened. `None`
 /// where that cannot be had (openat2 missing, a rename racing the
 /// lookup): the files are then read.
-#[cfg(windows)]
+#[cfg(not(target_os = "linux"))]
 fn open_for_stats(_root: &FilesRoot, _relative: &Path) -> Option<std::fs::File> {
     None
 }
 
-/// See the Windows variant: the directory for `fstatat` of its entries.
-#[cfg(unix)]
+/// See the variant for other systems: the directory for `fstatat` of its
+/// entries (`openat2`, Linux's).
+#[cfg(target_os = "linux")]
 fn open_for_stats(root: &FilesRoot, relative: &Path) -> Option<std::fs::File> {
     use rustix::fs::{Mode, OFlags, ResolveFlags};
     let relative = if relative.as_os_str().is_empty() {
@@ -684,7 +685,7 @@ fn open_for_stats(root: &FilesRoot, relative: &Path) -> Option<std::fs::File> {
         relative
     };
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS;
-    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let flags = crate::platform::O_PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let dir = rustix::fs::openat2(&root.dir, relative, flags, Mode::empty(), resolve).ok()?;
     Some(std::fs::File::from(dir))
 }

@@ -412,7 +412,7 @@ fn open_at(
 /// and its times are set through `/proc/self/fd`, as cap-primitives does
 /// when neither open is allowed; the kernel checks ownership as `futimens`
 /// would.
-#[cfg(windows)]
+#[cfg(not(target_os = "linux"))]
 fn set_times_following(dir: &Dir, _: &str, _: NewTimestamp, _: NewTimestamp) -> Result<(), ErrorCode> {
     // Every preopen is read-only; a writable one would need its own
     // no-waiting open here before this could be allowed.
@@ -422,8 +422,9 @@ fn set_times_following(dir: &Dir, _: &str, _: NewTimestamp, _: NewTimestamp) -> 
     Err(ErrorCode::Unsupported)
 }
 
-/// See the Windows variant: times set through the target opened `O_PATH`.
-#[cfg(unix)]
+/// See the variant for other systems: times set through the target opened
+/// `O_PATH` (Linux's).
+#[cfg(target_os = "linux")]
 fn set_times_following(dir: &Dir, path: &str, atime: NewTimestamp, mtime: NewTimestamp) -> Result<(), ErrorCode> {
     use std::os::fd::AsRawFd;
     let times = rustix::fs::Timestamps {
@@ -448,7 +449,7 @@ fn set_times_following(dir: &Dir, path: &str, atime: NewTimestamp, mtime: NewTim
 /// A new timestamp as `utimensat` takes it; `now` is the host's clock read
 /// here, and a time past what the kernel holds is `overflow`, as
 /// wasmtime-wasi answers.
-#[cfg(unix)]
+#[cfg(target_os = "linux")]
 fn timespec(time: NewTimestamp) -> Result<rustix::fs::Timespec, ErrorCode> {
     let since_epoch = match time {
         NewTimestamp::NoChange => {

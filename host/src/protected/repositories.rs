@@ -597,7 +597,8 @@ fn link_on_the_way(entry: &Path, real_root: &Path) -> Option<PathBuf> {
 fn file_stamp(path: &Path) -> Option<Stamp> {
     let st = statat(rustix::fs::CWD, path, AtFlags::empty()).ok()?;
     let ctime = i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec);
-    Some((st.st_dev, st.st_ino, ctime, st.st_size))
+    let (dev, ino) = crate::platform::dev_ino(&st);
+    Some((dev, ino, ctime, st.st_size))
 }
 
 /// A directory's device, inode and change time, not followed (but
@@ -611,7 +612,8 @@ fn stamp_of(dir: &Path, is_root: bool) -> Option<(u64, u64, i128)> {
     let st = statat(rustix::fs::CWD, dir, follow).ok()?;
     (FileType::from_raw_mode(st.st_mode) == FileType::Directory).then(|| {
         let ctime = i128::from(st.st_ctime) * 1_000_000_000 + i128::from(st.st_ctime_nsec);
-        (st.st_dev, st.st_ino, ctime)
+        let (dev, ino) = crate::platform::dev_ino(&st);
+        (dev, ino, ctime)
     })
 }
 
@@ -632,14 +634,15 @@ fn list(dir: &Path, root: &Path) -> Result<Listed, Unlisted> {
     let racy = SystemTime::UNIX_EPOCH
         .checked_add(Duration::from_nanos(u64::try_from(ctime).unwrap_or(0)))
         .is_none_or(|modified| listed_at.duration_since(modified).is_ok_and(|age| age < RACY) || modified > listed_at);
-    let stamp = (st.st_dev, st.st_ino, ctime);
+    let (dev, ino) = crate::platform::dev_ino(&st);
+    let stamp = (dev, ino, ctime);
     let (mut subdirs, mut found) = (Vec::new(), Vec::new());
     // What of a repository's own layout this directory holds, known from
     // its own entries (a link to `objects/` or `refs/` is looked at only
     // where there is a `HEAD`).
     let (mut head, mut objects, mut refs, mut commondir) = (false, None, None, false);
     let mut buffer = Vec::with_capacity(32 << 10);
-    let mut entries = rustix::fs::RawDir::new(&fd, buffer.spare_capacity_mut());
+    let mut entries = crate::platform::listing(&fd, &mut buffer);
     while let Some(entry) = entries.next() {
         let entry = entry.map_err(|_| Unlisted::Closed)?;
         let name = entry.file_name().to_bytes();

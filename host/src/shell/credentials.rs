@@ -1320,7 +1320,7 @@ pub fn search(scope: &Scope) -> Discovered {
         let (Some(parent), Some(name)) = (file.parent(), file.file_name()) else {
             continue;
         };
-        let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+        let flags = crate::platform::O_PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
         let (Ok(dir), Ok(name)) = (
             rustix::fs::open(parent, flags, Mode::empty()),
             std::ffi::CString::new(name.as_bytes()),
@@ -1376,7 +1376,7 @@ pub fn search(scope: &Scope) -> Discovered {
         ));
         let dir_name = dir.file_name().map_or(&b""[..], OsStr::as_bytes).to_vec();
         let mut buffer = Vec::with_capacity(32 << 10);
-        let mut listing = rustix::fs::RawDir::new(&fd, buffer.spare_capacity_mut());
+        let mut listing = crate::platform::listing(&fd, &mut buffer);
         while let Some(Ok(entry)) = listing.next() {
             let name = entry.file_name().to_bytes();
             if name == b"." || name == b".." {
@@ -1530,13 +1530,13 @@ mod tests {
             ),
         ] {
             std::fs::write(d.join(name), text).unwrap();
-            let dir_fd = rustix::fs::open(d, OFlags::PATH | OFlags::DIRECTORY, Mode::empty()).unwrap();
+            let dir_fd = rustix::fs::open(d, crate::platform::O_PATH | OFlags::DIRECTORY, Mode::empty()).unwrap();
             let c_name = std::ffi::CString::new(name).unwrap();
             let hidden = may_hold_secrets(name.as_bytes(), b"some-dir") && carries_secret(&dir_fd, &c_name);
             assert_eq!(hidden, holds, "{name}: {text}");
         }
         std::fs::write(d.join("config"), vec![b'x'; MAX_CONFIG_BYTES + 1]).unwrap();
-        let dir_fd = rustix::fs::open(d, OFlags::PATH | OFlags::DIRECTORY, Mode::empty()).unwrap();
+        let dir_fd = rustix::fs::open(d, crate::platform::O_PATH | OFlags::DIRECTORY, Mode::empty()).unwrap();
         assert!(carries_secret(&dir_fd, c"config"), "too long to read: hidden");
         std::fs::remove_file(d.join("config")).unwrap();
         rustix::fs::mknodat(&dir_fd, "config", FileType::Fifo, Mode::from_raw_mode(0o600), 0).unwrap();

@@ -141,7 +141,7 @@ impl Placeholders {
                 Err(_) => return false,
             }
             if !last {
-                let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+                let flags = crate::platform::O_PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
                 match rustix::fs::openat(&dir, *name, flags, Mode::empty()) {
                     Ok(next) => dir = next,
                     Err(_) => return false,
@@ -226,7 +226,7 @@ fn remove_unheld(path: &Path, held: &mut std::collections::HashSet<(u64, u64)>) 
     taken.push(dir);
     for dir in &taken {
         let st = rustix::fs::fstat(dir)?;
-        let id = (st.st_dev, st.st_ino);
+        let id = crate::platform::dev_ino(&st);
         if held.contains(&id) {
             return Err(Errno::WOULDBLOCK);
         }

@@ -129,13 +129,14 @@ pub fn cancel_on_interrupt() {
 fn close_others_on_exec() {
     // SAFETY: plain system calls on the calling process's own descriptors.
     unsafe {
-        let all = nix::libc::syscall(
+        #[cfg(target_os = "linux")]
+        if nix::libc::syscall(
             nix::libc::SYS_close_range,
             3u32,
             u32::MAX,
             nix::libc::CLOSE_RANGE_CLOEXEC,
-        );
-        if all == 0 {
+        ) == 0
+        {
             return;
         }
         let mut limit = nix::libc::rlimit {
@@ -520,8 +521,14 @@ fn spawn(mut command: Command, launch: &mut Launch) -> std::io::Result<Spawned> 
             // writing, holding its scratch directory for ever. (Spawned
             // from the lasting spawner thread: the signal follows the
             // forking thread, not the process.) A host already gone
-            // before the signal was armed is checked for after.
-            if nix::libc::prctl(nix::libc::PR_SET_PDEATHSIG, nix::libc::SIGKILL) == -1 || nix::libc::getppid() != host {
+            // before the signal was armed is checked for after. (The signal
+            // is Linux's: elsewhere the process group and the marker sweep
+            // are all there is.)
+            #[cfg(target_os = "linux")]
+            if nix::libc::prctl(nix::libc::PR_SET_PDEATHSIG, nix::libc::SIGKILL) == -1 {
+                return Err(std::io::Error::other("the host exited"));
+            }
+            if nix::libc::getppid() != host {
                 return Err(std::io::Error::other("the host exited"));
             }
             // Nothing the host holds reaches the command but its stdio

@@ -98,7 +98,11 @@ impl ShellToolset {
         let env = Some(self.config.env.sandboxed(std::env::vars_os()));
         Ok(match &self.sandbox {
             Sandbox::Bubblewrap(bwrap) => {
+                // bubblewrap is Linux's; its seccomp filter too.
+                #[cfg(target_os = "linux")]
                 let filters = seccomp::filter_fds(self.config.network)?;
+                #[cfg(not(target_os = "linux"))]
+                let filters: Vec<std::os::fd::OwnedFd> = Vec::new();
                 let fds: Vec<i32> = filters.iter().map(std::os::fd::AsRawFd::as_raw_fd).collect();
                 let mut inherit = filters;
                 policy.pinned = Some(self.pin(&policy, &mut inherit)?);
@@ -278,7 +282,7 @@ impl ShellToolset {
         let in_place = policy
             .pinned_ancestors()
             .into_iter()
-            .filter_map(|dir| Some((opened(&dir, OFlags::PATH | OFlags::DIRECTORY).ok()??, dir)))
+            .filter_map(|dir| Some((opened(&dir, crate::platform::O_PATH | OFlags::DIRECTORY).ok()??, dir)))
             .collect();
         let mut read_only: Vec<(i32, PathBuf)> = Vec::new();
         for path in policy.protected.iter().chain(&policy.repositories) {
@@ -292,7 +296,7 @@ impl ShellToolset {
                 if read_only.iter().any(|(_, bound)| *bound == target) {
                     break;
                 }
-                match opened(&target, OFlags::PATH) {
+                match opened(&target, crate::platform::O_PATH) {
                     Ok(Some(fd)) => {
                         read_only.push((fd, target));
                         break;

@@ -117,15 +117,16 @@ impl Version {
         }
     }
 
-    /// Windows has no `fstatat`: every file is read.
-    #[cfg(windows)]
+    /// Only Linux's versions are learned from ([`Version::learnable`]):
+    /// elsewhere every file is read.
+    #[cfg(not(target_os = "linux"))]
     pub fn at(_dir: &std::fs::File, _name: &Path) -> Option<Version> {
         None
     }
 
     /// The version of the regular file `name` in `dir`, not followed;
     /// `None` for anything else or an error.
-    #[cfg(unix)]
+    #[cfg(target_os = "linux")]
     pub fn at(dir: &std::fs::File, name: &Path) -> Option<Version> {
         use nix::sys::stat::{FileStat, SFlag, fstatat};
         let flags = nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW | nix::fcntl::AtFlags::AT_NO_AUTOMOUNT;

@@ -74,7 +74,7 @@ pub type RootId = (u64, u64);
 
 /// The identity of the opened root.
 pub fn root_id(root: &Dir) -> std::io::Result<RootId> {
-    Ok(rustix::fs::fstat(root).map(|st| (st.st_dev, st.st_ino))?)
+    Ok(rustix::fs::fstat(root).map(|st| crate::platform::dev_ino(&st))?)
 }
 
 /// The regular file `name` in `dir`, opened to read without following a
@@ -170,14 +170,18 @@ impl NewFile {
     /// temporary name, created exclusively.
     fn create(dir: BorrowedFd<'_>, name: &OsStr, mode: Option<Mode>, note: Note<'_>) -> Result<NewFile, WriteError> {
         let mode = mode.unwrap_or(Mode::from_raw_mode(0o644));
-        let unnamed = OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC;
-        // An unnamed file is linked in through /proc (`AT_EMPTY_PATH` needs
-        // a capability), so without /proc it could not be named.
+        // An unnamed file (Linux's `O_TMPFILE`) is linked in through /proc
+        // (`AT_EMPTY_PATH` needs a capability), so without /proc it could
+        // not be named.
+        #[cfg(target_os = "linux")]
         let opened = if proc_fds() {
+            let unnamed = OFlags::TMPFILE | OFlags::WRONLY | OFlags::CLOEXEC;
             rustix::fs::openat(dir, ".", unnamed, mode)
         } else {
             Err(Errno::NOENT)
         };
+        #[cfg(not(target_os = "linux"))]
+        let opened: rustix::io::Result<OwnedFd> = Err(Errno::NOENT);
         match opened {
             Ok(fd) => {
                 return Ok(NewFile {
@@ -239,6 +243,7 @@ impl NewFile {
 }
 
 /// Whether this process's descriptors are reachable as `/proc/self/fd/N`.
+#[cfg(target_os = "linux")]
 fn proc_fds() -> bool {
     static MOUNTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *MOUNTED.get_or_init(|| Path::new("/proc/self/fd").is_dir())
@@ -248,7 +253,7 @@ fn proc_fds() -> bool {
 /// and inode; through `..` from the directory itself, never a path) is a
 /// repository's own directory now.
 pub fn became_repository(dir: &Dir, _above: &[&Dir], root: RootId) -> bool {
-    let flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let flags = crate::platform::O_PATH | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let Ok(mut at) = rustix::fs::openat(dir, ".", flags, Mode::empty()) else {
         return false;
     };
@@ -256,7 +261,7 @@ pub fn became_repository(dir: &Dir, _above: &[&Dir], root: RootId) -> bool {
         if crate::protected::is_repository_dir(&at) {
             return true;
         }
-        let here = rustix::fs::fstat(&at).map(|st| (st.st_dev, st.st_ino));
+        let here = rustix::fs::fstat(&at).map(|st| crate::platform::dev_ino(&st));
         if here.is_err() || here == Ok(root) {
             return false;
         }
@@ -280,7 +285,7 @@ fn remove_stale_temporaries(dir: BorrowedFd<'_>, name: &OsStr) {
         return;
     };
     let mut buffer = Vec::with_capacity(16 << 10);
-    let mut entries = rustix::fs::RawDir::new(&listed, buffer.spare_capacity_mut());
+    let mut entries = crate::platform::listing(&listed, &mut buffer);
     let now = std::time::SystemTime::now();
     while let Some(Ok(entry)) = entries.next() {
         let found = entry.file_name().to_bytes();

@@ -33,7 +33,20 @@ mod contents;
 #[cfg_attr(not(target_os = "linux"), path = "fs/warm/unwatched.rs")]
 mod warm;
 use contents::{NeedleTrigrams, Version};
-pub use warm::{MAX_ENTRIES as MAX_WARM_ENTRIES, WarmStats, WarmTree};
+pub use warm::{MAX_ENTRIES as MAX_WARM_ENTRIES, WarmTree};
+
+/// What a warm tree holds and has served, for tests and benchmarks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WarmStats {
+    /// Directories whose listing is kept.
+    pub kept_dirs: usize,
+    /// `list-dir` answers given from the tree so far.
+    pub hits: u64,
+    /// Files whose content the session knows (`contents.rs`).
+    pub known_files: usize,
+    /// Files a search ruled out without reading them, so far.
+    pub unread_files: u64,
+}
 
 /// Data one `read-files` answer carries at most (beyond its first file).
 pub const BULK_BUDGET: u64 = 256 << 10;

@@ -58,7 +58,7 @@
 //! [`MAX_KEPT_PATH_BYTES`] of them.
 
 use super::contents::KnownContents;
-use super::{Entry, FilesRoot, Kind};
+use super::{Entry, FilesRoot, Kind, WarmStats};
 use nix::sys::epoll::{Epoll, EpollCreateFlags, EpollEvent, EpollFlags, EpollTimeout};
 use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify, WatchDescriptor};
 use nix::sys::statfs::{self, FsType};
@@ -122,19 +122,6 @@ impl std::fmt::Debug for WarmTree {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "WarmTree({:?})", self.stats())
     }
-}
-
-/// What a warm tree holds and has served, for tests and benchmarks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WarmStats {
-    /// Directories whose listing is kept.
-    pub kept_dirs: usize,
-    /// `list-dir` answers given from the tree so far.
-    pub hits: u64,
-    /// Files whose content the session knows (`contents.rs`).
-    pub known_files: usize,
-    /// Files a search ruled out without reading them, so far.
-    pub unread_files: u64,
 }
 
 /// A tree's state behind its lock.

@@ -5,7 +5,7 @@
 //! the watched tree, so `caps/fs.rs` does not know which it has.
 
 use super::contents::KnownContents;
-use super::{Entry, FilesRoot};
+use super::{Entry, FilesRoot, WarmStats};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -23,19 +23,6 @@ impl std::fmt::Debug for WarmTree {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "WarmTree(unwatched)")
     }
-}
-
-/// What a warm tree holds and has served, for tests and benchmarks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WarmStats {
-    /// Directories whose listing is kept.
-    pub kept_dirs: usize,
-    /// `list-dir` answers given from the tree so far.
-    pub hits: u64,
-    /// Files whose content the session knows (`contents.rs`).
-    pub known_files: usize,
-    /// Files a search ruled out without reading them, so far.
-    pub unread_files: u64,
 }
 
 /// Which directory a root is: nothing to compare where nothing is kept.

@@ -391,8 +391,10 @@ impl ShellToolset {
             ))
         };
         let cwd_beneath = crate::project::fold_beneath(self.project.path(), cwd).ok_or_else(changed)?;
-        #[cfg_attr(windows, allow(unused_variables))]
+        #[cfg(unix)]
         let pinned = self.pin_dir(&cwd_beneath).map_err(|_| changed())?;
+        #[cfg(windows)]
+        self.pin_dir(&cwd_beneath).map_err(|_| changed())?;
         let streams =
             redirect::perform(&command.redirections, &self.project, &cwd_beneath).map_err(std::io::Error::other)?;
         Ok((

@@ -329,6 +329,39 @@ fn a_write_asks_and_lands_through_the_held_directories() {
     assert_eq!(left, ["a.txt"]);
 }
 
+#[test]
+fn the_skills_and_ask_sets_answer_on_windows() {
+    let Some(wine) = wine() else { return };
+    let p = WinProject::new();
+    p.write(
+        ".iota/skills/deploy/SKILL.md",
+        "---\nname: deploy\ndescription: Ship the app.\n---\n\n# Deploy\nRun make ship.\n",
+    );
+    p.write(".iota/skills/deploy/references/api.md", "line 1\nline 2\n");
+    let answers = p.answers("[true]");
+    let (r, _) = call(
+        wine,
+        &p,
+        &answers,
+        &[],
+        &[
+            ("load_skill", json!({"skill": "deploy"})),
+            ("load_skill", json!({"skill": "deploy", "file": "references/api.md"})),
+            ("load_skill", json!({"skill": "deploy", "file": "../../../outside.txt"})),
+            ("confirm", json!({"question": "Deploy?"})),
+        ],
+    );
+    // The directory as Windows writes it: backslashes only.
+    let dir = win(&p.root.join(".iota/skills/deploy"));
+    assert_eq!(
+        text(&r[0]),
+        format!("skill: deploy, directory: {dir}\n\n# Deploy\nRun make ship.")
+    );
+    assert_eq!(text(&r[1]), "line 1\nline 2");
+    assert!(r[2]["is_error"].as_bool().unwrap(), "{}", r[2]);
+    assert_eq!(text(&r[3]), "The user chose: Yes");
+}
+
 /// The first sentence of the shell tool's description, which names the
 /// interpreter, as `tools` prints it; or the load's refusal.
 fn interpreter_named(wine: &Wine, p: &WinProject, env: &[(&str, String)], path: Option<&str>) -> String {

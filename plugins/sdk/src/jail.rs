@@ -107,6 +107,21 @@ pub fn path_text(path: &Path) -> Cow<'_, str> {
     lossy(path.as_os_str().as_encoded_bytes())
 }
 
+/// `path` as the host's system writes it, for what a tool shows: under a
+/// Windows root (`C:\…`, which the host hands a component as it is) every
+/// `/` the component joined to it becomes `\` too, so one path does not
+/// mix both; any other path as it is.
+pub fn shown_path(path: &Path) -> String {
+    let text = path_text(path);
+    let bytes = text.as_bytes();
+    let windows = bytes.len() >= 3 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':' && bytes[2] == b'\\';
+    if windows {
+        text.replace('/', "\\")
+    } else {
+        text.into_owned()
+    }
+}
+
 /// The bytes of `path` after `root` and one `/`, when they are plain names
 /// joined by single `/`s ([`is_clean_relative`]): then they are what
 /// `path.strip_prefix(root)` gives, found without parsing components.
@@ -162,6 +177,15 @@ pub fn clean(path: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_path_under_a_windows_root_is_shown_with_backslashes_only() {
+        assert_eq!(
+            shown_path(Path::new(r"C:\proj/.iota/skills/x")),
+            r"C:\proj\.iota\skills\x"
+        );
+        assert_eq!(shown_path(Path::new("/proj/.iota/a\\b")), "/proj/.iota/a\\b");
+    }
 
     #[test]
     fn lossy_decodes_as_the_std_lossy_decoder() {

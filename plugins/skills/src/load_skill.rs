@@ -63,7 +63,11 @@ fn load(bases: &[PathBuf], args: &Args) -> Result<String, String> {
                 .map_err(|e| cannot_read(&skill.dir.join("SKILL.md"), &e))?;
             let (_, body) = catalog::split_frontmatter(&text);
             (
-                format!("skill: {}, directory: {}\n\n", skill.name, skill.dir.display()),
+                format!(
+                    "skill: {}, directory: {}\n\n",
+                    skill.name,
+                    iota_toolset::jail::shown_path(&skill.dir)
+                ),
                 body.to_string(),
             )
         }

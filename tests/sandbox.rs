@@ -845,35 +845,43 @@ fn an_installed_bwrap_that_cannot_sandbox_is_said_at_start() {
     }
 }
 
-/// The gate and the run read an iota line at different moments; a line
-/// that needed no question when gated (it did not resolve to the binary
-/// then) runs sandboxed even if it resolves to the binary when it runs.
-/// In process, through the library: `asked` is what the gate saw.
+/// An iota line is read once, when it is planned: a line that named no
+/// program leaving the sandbox then runs sandboxed even if, by the time it
+/// runs, its first word leads to the binary; a line that did leave only
+/// after the gate let it, and not at all where nobody can answer. In
+/// process, through the library: the plan, the gate and the run are the
+/// host's own.
 #[test]
-fn an_iota_line_that_was_not_asked_about_never_leaves_the_sandbox() {
+fn an_iota_line_leaves_the_sandbox_only_as_planned_and_approved() {
     let Some(p) = sandboxed() else { return };
-    use iota_host::internals::Toolset;
+    use iota_host::internals::{Arguments, Toolset, gate};
+    use std::sync::Arc;
     let shell = iota_host::internals::ShellToolset::new(Default::default(), p.root());
-    let session = std::sync::Arc::new(iota_host::internals::Session::new());
-    let ui: std::sync::Arc<dyn iota_host::Ui> = std::sync::Arc::new(iota_host::NoUi);
+    let spec = &shell.tools()[0];
+    let session = Arc::new(iota_host::internals::Session::new());
+    let nobody: Arc<dyn iota_host::Ui> = Arc::new(iota_host::NoUi);
+    let allows: Arc<dyn iota_host::Ui> = Arc::new(iota_host::ScriptedUi::parse(r#"["once"]"#).unwrap());
     // In process, "the running binary" is this test binary: the line runs
     // its `prints_the_model_root` test, which says whether it ran as an
     // iota exception (IOTA_MODEL_ROOT is set only there).
     let me = std::fs::canonicalize(std::env::current_exe().unwrap()).unwrap();
     let args =
-        json!({"command": format!("{} --exact sandbox::prints_the_model_root --nocapture", me.display())}).to_string();
-    let decided = |asked| iota_host::internals::Decided {
-        asked,
-        ..Default::default()
+        Arguments::new(json!({"command": "./me --exact sandbox::prints_the_model_root --nocapture"}).to_string());
+    let run = |ui: &Arc<dyn iota_host::Ui>| {
+        let plan = shell.plan(spec, args.clone()).unwrap();
+        gate(&shell, &plan, &session, ui).map(|cleared| shell.invoke(&session, ui, &plan, &cleared).text)
     };
-    let unasked = shell.invoke(&session, &ui, "shell", &args, &decided(false));
-    assert!(!unasked.text.contains("MODEL_ROOT="), "{}", unasked.text);
-    let asked = shell.invoke(&session, &ui, "shell", &args, &decided(true));
-    assert!(
-        asked.text.contains(&format!("MODEL_ROOT={}", p.root().display())),
-        "{}",
-        asked.text
-    );
+    // Planned while `./me` is nothing: sandboxed, nobody asked; the link
+    // made before it runs changes nothing.
+    let plan = shell.plan(spec, args.clone()).unwrap();
+    let cleared = gate(&shell, &plan, &session, &nobody).expect("a sandboxed line needs no question");
+    std::os::unix::fs::symlink(&me, p.path("me")).unwrap();
+    let unasked = shell.invoke(&session, &nobody, &plan, &cleared).text;
+    assert!(!unasked.contains("MODEL_ROOT="), "{unasked}");
+    // Planned now: it leaves the sandbox, so it asks; nobody answers here.
+    assert_eq!(run(&nobody), None, "an iota line nobody allowed does not run");
+    let asked = run(&allows).expect("allowed once");
+    assert!(asked.contains(&format!("MODEL_ROOT={}", p.root().display())), "{asked}");
 }
 
 /// Not a check of its own: what the test above runs as the iota line.

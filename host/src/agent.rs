@@ -91,11 +91,6 @@ impl AgentTools {
         self.root.path()
     }
 
-    /// The project root, pinned.
-    pub fn project(&self) -> &Arc<ProjectRoot> {
-        &self.root
-    }
-
     /// Appends a line per call to `log`.
     pub fn with_audit(mut self, log: crate::audit::AuditLog) -> AgentTools {
         self.audit = Some(Arc::new(log));

@@ -28,15 +28,14 @@
 
 use crate::admission::{Admission, Busy, InFlight, Ticket, Turn, Turns};
 use crate::agent::AgentTools;
-use crate::builtin_sets::{Enabling, builtin_set};
 use crate::caps::ui::Ui;
 use crate::config::Config;
 use crate::description::Tool;
 use crate::engine::Engine;
 use crate::project::ProjectRoot;
-use crate::round::{Call, Outcome};
+use crate::round::{Outcome, Round};
 use crate::session::{CallCancel, Session};
-use crate::toolset::{ApprovalRule, Presentation, Toolset};
+use crate::toolset::{ApprovalRule, Arguments, Presentation, Toolset};
 use anyhow::{Context as _, Result, bail};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -451,26 +450,36 @@ impl HostSession {
     /// Runs one call through the approval gate and its toolset. `args` is
     /// the arguments object.
     pub fn call(&self, tool: &str, args: serde_json::Value) -> CallResult {
-        self.call_json(tool, &args.to_string())
+        self.call_as(&self.ui, tool, Arguments::from_value(args))
     }
 
     /// [`Self::call`] with the arguments as the model wrote them: JSON text,
     /// kept as it is in the audit log.
     pub fn call_json(&self, tool: &str, args: &str) -> CallResult {
-        self.call_as(&self.ui, tool, args.to_string())
+        self.call_as(&self.ui, tool, Arguments::new(args.to_string()))
     }
 
     /// Runs the calls a model issued together: concurrently when every one
     /// may run in parallel and none needs asking, otherwise one after
     /// another. Results come back in call order.
     pub fn round(&self, calls: &[(&str, serde_json::Value)]) -> Vec<CallResult> {
-        let calls: Vec<(&str, String)> = calls.iter().map(|(tool, args)| (*tool, args.to_string())).collect();
-        let calls: Vec<(&str, &str)> = calls.iter().map(|(tool, args)| (*tool, args.as_str())).collect();
-        self.round_json(&calls)
+        let calls = calls
+            .iter()
+            .map(|(tool, args)| (*tool, Arguments::from_value(args.clone())))
+            .collect();
+        self.round_of(calls)
     }
 
     /// [`Self::round`] with each call's arguments as JSON text.
     pub fn round_json(&self, calls: &[(&str, &str)]) -> Vec<CallResult> {
+        let calls = calls
+            .iter()
+            .map(|(tool, args)| (*tool, Arguments::new(args.to_string())))
+            .collect();
+        self.round_of(calls)
+    }
+
+    fn round_of(&self, calls: Vec<(&str, Arguments)>) -> Vec<CallResult> {
         let queued = match self.queue(calls.len()) {
             Ok(queued) => queued,
             Err(busy) => {
@@ -480,22 +489,9 @@ impl HostSession {
                     .collect();
             }
         };
-        let calls: Vec<Call> = calls
-            .iter()
-            .map(|(tool, args)| Call {
-                tool: tool.to_string(),
-                args: args.to_string(),
-            })
-            .collect();
-        let all_parallel = calls
-            .iter()
-            .all(|call| self.tools.may_run_in_parallel(&self.session, call));
-        let admitted = queued.wait(all_parallel);
-        self.tools
-            .round(&self.session, &self.ui, &calls, all_parallel, &admitted.cancel)
-            .into_iter()
-            .map(CallResult::from)
-            .collect()
+        let round = self.plan(calls);
+        let admitted = queued.wait(round.parallel());
+        self.run(admitted, &self.ui, round)
     }
 
     /// Accepts `calls` calls into the session's line, or says the host is
@@ -508,55 +504,38 @@ impl HostSession {
         })
     }
 
-    /// Whether deciding if `tool` may run in parallel looks at the machine
-    /// (the shell's regime), so an async front end decides it off the reactor.
-    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn parallel_looks_at_the_machine(&self, tool: &str) -> bool {
-        self.tools
-            .find(tool)
-            .is_some_and(|(set, _)| set.approval_looks_at_the_machine())
-    }
-
-    /// Whether a call may run beside others (decided before its turn).
-    pub(crate) fn may_run_in_parallel(&self, tool: &str, args: &str) -> bool {
-        let call = Call {
-            tool: tool.to_string(),
-            args: args.to_string(),
-        };
-        self.tools.may_run_in_parallel(&self.session, &call)
+    /// Plans `calls` (tool name, arguments as JSON text), once: what the
+    /// round rule reads before their turn, and what they run with after.
+    pub(crate) fn plan(&self, calls: Vec<(&str, Arguments)>) -> Round {
+        Round::plan(&self.tools, &self.session, calls)
     }
 
     /// Runs one call with its questions going to `ui` instead of the
     /// session's, once its turn comes.
-    pub(crate) fn call_as(&self, ui: &Arc<dyn Ui>, tool: &str, args: String) -> CallResult {
+    pub(crate) fn call_as(&self, ui: &Arc<dyn Ui>, tool: &str, args: Arguments) -> CallResult {
         match self.queue(1) {
             Ok(queued) => {
-                let admitted = queued.wait(self.may_run_in_parallel(tool, &args));
-                self.call_admitted(admitted, ui, tool, args)
+                let round = self.plan(vec![(tool, args)]);
+                let admitted = queued.wait(round.parallel());
+                self.call_admitted(admitted, ui, round)
             }
             Err(busy) => Outcome::not_run(tool, busy.to_string()).into(),
         }
     }
 
-    /// Runs a call whose turn came, its questions going to `ui` (the MCP
-    /// server asks the client of each request). Where `ui` cannot answer, a
-    /// set that only exists for somebody who can (`ask`) offers nothing.
-    pub(crate) fn call_admitted(&self, admitted: Admitted, ui: &Arc<dyn Ui>, tool: &str, args: String) -> CallResult {
-        let call = Call {
-            tool: tool.to_string(),
-            args,
-        };
-        if !ui.interactive()
-            && self
-                .tools
-                .find(tool)
-                .is_some_and(|(set, _)| needs_someone_to_answer(set.name()))
-        {
-            return Outcome::unknown_tool(tool).into();
-        }
-        let result = self.tools.call(&self.session, ui, &call, &admitted.cancel).into();
+    /// Runs a planned call whose turn came, its questions going to `ui`
+    /// (the MCP server asks the client of each request).
+    pub(crate) fn call_admitted(&self, admitted: Admitted, ui: &Arc<dyn Ui>, round: Round) -> CallResult {
+        self.run(admitted, ui, round)
+            .pop()
+            .expect("a round of one call has one outcome")
+    }
+
+    /// Runs a round whose turn came; the turn ends with it.
+    fn run(&self, admitted: Admitted, ui: &Arc<dyn Ui>, round: Round) -> Vec<CallResult> {
+        let outcomes = round.run(&self.tools, &self.session, ui, &admitted.cancel);
         drop(admitted);
-        result
+        outcomes.into_iter().map(CallResult::from).collect()
     }
 
     /// The session's state: its jobs, its running call.
@@ -610,10 +589,4 @@ impl HostSession {
     pub fn cancel(&self) {
         self.session.cancel_foreground();
     }
-}
-
-/// Whether the set called `name` only exists where somebody can answer
-/// (its built-in row is enabled [`Enabling::WhenInteractive`]).
-pub(crate) fn needs_someone_to_answer(name: &str) -> bool {
-    builtin_set(name).is_some_and(|set| set.enabling == Enabling::WhenInteractive)
 }

@@ -10,9 +10,9 @@
 //! to permit it here.`"
 
 use crate::caps::ui::{Approval as Answer, ApprovalRequest, Ui};
-use crate::caps::writes::{CallWrite, HeldWrite};
-use crate::session::Session;
-use crate::toolset::{ApprovalRule, ToolSpec, Toolset};
+use crate::caps::writes::HeldWrite;
+use crate::session::{CallCancel, Session};
+use crate::toolset::{ApprovalRule, CallPlan, Cleared, Resolved, Toolset};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -59,6 +59,18 @@ impl Decision {
         !matches!(self, Decision::Refused(_) | Decision::Awaiting)
     }
 
+    /// The decision in the audit log's words.
+    pub fn audit_word(&self) -> &'static str {
+        match self {
+            Decision::NotNeeded => "not needed",
+            Decision::SessionAllowed => "allowed for this session",
+            Decision::Allowed { for_session: false } => "allowed once",
+            Decision::Allowed { for_session: true } => "allowed for this session (asked)",
+            Decision::Refused(_) => "refused",
+            Decision::Awaiting => "awaiting the user's answer",
+        }
+    }
+
     /// Whether the user allowed this call (now or for the session), as
     /// opposed to it needing no approval.
     pub fn asked(&self) -> bool {
@@ -66,80 +78,93 @@ impl Decision {
     }
 }
 
-/// Decides whether one call runs. `header` is shown in the question; the
-/// writer's diff comes from the toolset's `preview`, computed read-only on
-/// `write`, the file the call would write, resolved and held before anything
-/// is asked. A write that lands where it changes what runs outside the
+/// What the gate made of one call: its decision, its header, and the call
+/// itself when it may run.
+pub struct Gated {
+    /// How the gate decided.
+    pub decision: Decision,
+    /// The call's header (for a refusal's result).
+    pub header: String,
+    /// The call, cleared to run; none when it was refused or waits.
+    pub cleared: Option<Cleared>,
+}
+
+/// Decides whether one call runs, on what its set resolved for it; the
+/// writer's diff comes from the set's `preview`, computed read-only on the
+/// held file. A write that lands where it changes what runs outside the
 /// sandbox ([`crate::protected`]: a repository's `.git`, the root's `.iota`
 /// or `HEAD`) is asked about every time: no auto-approve option and no
-/// "allow for this session" covers it.
-#[allow(clippy::too_many_arguments)]
+/// "allow for this session" covers it. The question shows
+/// `resolved.question`, which names where the write really lands, so the
+/// answer (and, over MCP's multi round-trip requests, its digest) covers
+/// that too; the write then goes through the directory resolved, held open.
 pub fn gate(
-    set: &Arc<dyn Toolset>,
-    spec: &ToolSpec,
+    set: &dyn Toolset,
+    plan: &CallPlan,
+    resolved: Resolved,
     session: &Arc<Session>,
     ui: &Arc<dyn Ui>,
-    args: &str,
-    header: &str,
-    write: &CallWrite,
-    root: &Path,
-) -> Decision {
-    let protected = write.held().is_some_and(HeldWrite::protected);
-    if !protected && set.approval(&spec.name, args) == ApprovalRule::Never {
-        return Decision::NotNeeded;
-    }
-    let scope = set.session_scope(&spec.name, args);
-    if !protected && session.is_approved(set.name(), &scope) {
-        return Decision::SessionAllowed;
-    }
-    if !ui.interactive() {
-        return Decision::Refused(non_interactive_refusal(&spec.name));
-    }
-    let diff = set.preview(session, &spec.name, args, write);
-    // The question names where the write really lands, so the answer (and,
-    // over MCP's multi round-trip requests, its digest) covers that too: a
-    // link swapped in before the call or before its retry is seen. The write
-    // then goes through the directory resolved here, held open.
-    let header = match (write.held(), given(args, "path")) {
-        (Some(held), Some(path)) => annotate(header, &path, held.lands(), protected),
-        _ if spec.read_only => header.to_string(),
-        _ => given(args, "cwd").map_or_else(|| header.to_string(), |cwd| annotate_cwd(header, root, &cwd)),
+    cancel: &Arc<CallCancel>,
+) -> Gated {
+    let protected = resolved.write.held().is_some_and(HeldWrite::protected);
+    let decision = if !protected && resolved.approval == ApprovalRule::Never {
+        Decision::NotNeeded
+    } else if !protected && session.is_approved(set.name(), &plan.scope) {
+        Decision::SessionAllowed
+    } else if !ui.interactive() {
+        Decision::Refused(non_interactive_refusal(&plan.tool))
+    } else {
+        let diff = set.preview(session, plan, &resolved);
+        let request = ApprovalRequest {
+            tool: &plan.tool,
+            header: &resolved.question,
+            diff: diff.as_deref(),
+        };
+        // A protected write is asked about every time: "for this session" is once.
+        let remember = (!protected).then_some((set.name(), plan.scope.as_str()));
+        ask(session, ui, &request, remember)
     };
-    let request = ApprovalRequest {
-        tool: &spec.name,
-        header: &header,
-        diff: diff.as_deref(),
-    };
-    // A protected write is asked about every time: "for this session" is once.
-    let remember = (!protected).then_some((set.name(), scope.as_str()));
-    ask(session, ui, &request, remember)
+    let header = resolved.header.clone();
+    let cleared = decision.runs().then(|| Cleared {
+        resolved: Resolved {
+            write: resolved.write.decided(),
+            ..resolved
+        },
+        cancel: cancel.clone(),
+    });
+    Gated {
+        decision,
+        header,
+        cleared,
+    }
 }
 
 /// Decides whether a command a component runs (`process.run`) starts. Like
 /// the shell's own calls it is asked about only when `unsandboxed_unasked`
 /// (it would run outside the sandbox with `auto_run` off), and "allow for
-/// this session" covers every later one. `header` is `shell LINE`.
+/// this session" covers every later one. `set` is the shell set's name,
+/// `header` is `shell LINE`.
 pub fn gate_component_command(
     session: &Session,
     ui: &Arc<dyn Ui>,
+    set: &str,
     header: &str,
     unsandboxed_unasked: bool,
 ) -> Result<(), String> {
-    let shell = crate::shell::NAME;
-    if !unsandboxed_unasked || session.is_approved(shell, shell) {
+    if !unsandboxed_unasked || session.is_approved(set, set) {
         return Ok(());
     }
     if !ui.interactive() {
-        return Err(non_interactive_refusal(shell));
+        return Err(non_interactive_refusal(set));
     }
     let request = ApprovalRequest {
-        tool: shell,
+        tool: set,
         header,
         diff: None,
     };
-    match ask(session, ui, &request, Some((shell, shell))) {
+    match ask(session, ui, &request, Some((set, set))) {
         Decision::Refused(why) => Err(why),
-        Decision::Awaiting => Err(awaiting(shell)),
+        Decision::Awaiting => Err(awaiting(set)),
         _ => Ok(()),
     }
 }
@@ -167,15 +192,9 @@ pub fn ask(
     }
 }
 
-/// The string argument `key` of a call's arguments.
-fn given(args: &str, key: &str) -> Option<String> {
-    let args = serde_json::from_str::<serde_json::Value>(args).ok()?;
-    args.get(key)?.as_str().map(str::to_string)
-}
-
 /// `header` with where a write lands when that is not the path as given
 /// (`→ .git/config`), and a warning when it is protected.
-fn annotate(header: &str, given: &str, lands: &Path, protected: bool) -> String {
+pub fn annotate(header: &str, given: &str, lands: &Path, protected: bool) -> String {
     let mut text = header.to_string();
     if fold(Path::new(given)) != lands {
         text.push_str(&format!(" → {}", lands.display()));
@@ -189,7 +208,7 @@ fn annotate(header: &str, given: &str, lands: &Path, protected: bool) -> String 
 /// `header` of a shell command with where its `cwd` really is when a link
 /// moves it (`→ .git`): shown, not protected — a sandboxed command cannot
 /// write there anyway.
-fn annotate_cwd(header: &str, root: &Path, cwd: &str) -> String {
+pub fn annotate_cwd(header: &str, root: &Path, cwd: &str) -> String {
     let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
     let resolved = resolve(&root.join(cwd));
     let lands = resolved.strip_prefix(&root).map_or(resolved.clone(), Path::to_path_buf);

@@ -10,8 +10,6 @@
 //! through a link) and never inside the project root, where tools and
 //! sandboxed commands could rewrite it.
 
-use crate::approval::Decision;
-use crate::round::Outcome;
 use regex::Regex;
 use serde_json::{Map, Value};
 use std::io::Write;
@@ -122,31 +120,42 @@ impl AuditLog {
     }
 
     /// Appends the line for one call.
-    pub fn record(&self, outcome: &Outcome, args: &str, duration: Duration) {
-        let arguments = serde_json::from_str::<Value>(args).map(sanitize).unwrap_or(Value::Null);
-        let approval = match &outcome.decision {
-            Decision::NotNeeded => "not needed",
-            Decision::SessionAllowed => "allowed for this session",
-            Decision::Allowed { for_session: false } => "allowed once",
-            Decision::Allowed { for_session: true } => "allowed for this session (asked)",
-            Decision::Refused(_) => "refused",
-            Decision::Awaiting => "awaiting the user's answer",
-        };
+    pub fn record(&self, call: &Record<'_>) {
+        let arguments = call.arguments.cloned().map_or(Value::Null, sanitize);
         let line = serde_json::json!({
             "time": rfc3339(SystemTime::now()),
             "agent": self.agent,
-            "set": outcome.set,
-            "tool": outcome.tool,
+            "set": call.set,
+            "tool": call.tool,
             "arguments": arguments,
-            "approval": approval,
-            "duration_ms": duration.as_secs_f64() * 1000.0,
-            "is_error": outcome.result.is_error,
-            "output_bytes": outcome.result.text.len(),
+            "approval": call.approval,
+            "duration_ms": call.duration.as_secs_f64() * 1000.0,
+            "is_error": call.is_error,
+            "output_bytes": call.output_bytes,
         });
         let mut file = self.file.lock().unwrap();
         // An audit line that cannot be written must not fail the call itself.
         let _ = writeln!(file, "{line}");
     }
+}
+
+/// What the log says of one call.
+#[derive(Debug)]
+pub struct Record<'a> {
+    /// The set that offers the tool (none for an unknown tool).
+    pub set: Option<&'a str>,
+    /// The tool called.
+    pub tool: &'a str,
+    /// The arguments, when they are JSON (redacted here).
+    pub arguments: Option<&'a Value>,
+    /// How the approval gate decided, in words (`allowed once`).
+    pub approval: &'a str,
+    /// How long the call took, gate and question included.
+    pub duration: Duration,
+    /// Whether it failed (or was refused).
+    pub is_error: bool,
+    /// The length of what the model read.
+    pub output_bytes: usize,
 }
 
 /// Redacts secret-looking keys and values, then cuts long strings, at any

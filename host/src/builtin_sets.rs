@@ -97,3 +97,9 @@ pub const BUILTIN_SETS: [BuiltinSet; 4] = [
 pub fn builtin_set(name: &str) -> Option<&'static BuiltinSet> {
     BUILTIN_SETS.iter().find(|set| set.name == name)
 }
+
+/// Whether the set called `name` only exists where somebody can answer
+/// (its built-in row is enabled [`Enabling::WhenInteractive`]).
+pub fn needs_someone_to_answer(name: &str) -> bool {
+    builtin_set(name).is_some_and(|set| set.enabling == Enabling::WhenInteractive)
+}

@@ -84,7 +84,18 @@ pub mod internals {
     pub use crate::shell::sandbox::{Policy, bwrap_args, find_on_path, probe};
     #[cfg(target_os = "linux")]
     pub use crate::shell::seccomp::filter_fds;
-    pub use crate::toolset::{Decided, Toolset};
+    pub use crate::toolset::{Arguments, CallPlan, Cleared, Toolset};
+
+    /// The approval gate on what `set` resolved for `plan` now: the call
+    /// cleared to run, or none (refused, or waiting for an answer).
+    pub fn gate(
+        set: &dyn Toolset,
+        plan: &CallPlan,
+        session: &std::sync::Arc<crate::session::Session>,
+        ui: &std::sync::Arc<dyn crate::Ui>,
+    ) -> Option<Cleared> {
+        crate::approval::gate(set, plan, set.resolve(plan), session, ui, &Default::default()).cleared
+    }
 
     /// Whether an iota line's `redirections`, made in `cwd`, may run outside
     /// the sandbox of the project at `root` (`shell/redirect.rs`).

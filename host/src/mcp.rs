@@ -11,9 +11,11 @@
 //! decision path serves both — the approval gate and the components ask a
 //! [`Ui`]; only how a form reaches the client differs.
 
-use crate::api::{CallResult, Host, HostSession, needs_someone_to_answer};
+use crate::api::{CallResult, Host, HostSession};
+use crate::builtin_sets::needs_someone_to_answer;
 use crate::caps::ui::elicitation::{FormUi, PeerCarrier};
 use crate::caps::ui::{NoUi, Ui};
+use crate::toolset::Arguments;
 use arrivals::Arrivals;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, GetSkillRequestParams,
@@ -211,7 +213,8 @@ impl ServerHandler for McpServer {
             Err(busy) => return Ok(CallToolResult::error(vec![ContentBlock::text(busy.to_string())]).into()),
         };
         let name = request.name.to_string();
-        let args = serde_json::Value::Object(request.arguments.unwrap_or_default()).to_string();
+        let arguments = Arguments::from_value(serde_json::Value::Object(request.arguments.unwrap_or_default()));
+        let args = arguments.text().to_string();
         let modern = modern(&context);
         if modern {
             self.logs.modern.store(true, Ordering::Relaxed);
@@ -263,24 +266,22 @@ impl ServerHandler for McpServer {
             })
         });
         let server = self.clone();
-        let (tool, arguments) = (name.clone(), args.clone());
         // Tool calls block (Wasm instances, child processes, questions to the
         // client): keep them off the reactor. The wait for the call's turn
         // stays on it, holding no thread (`admission.rs`).
         let waited = async {
-            let parallel = if self.session.parallel_looks_at_the_machine(&name) {
-                let session = self.session.clone();
-                let (tool, args) = (name.clone(), args.clone());
-                tokio::task::spawn_blocking(move || session.may_run_in_parallel(&tool, &args))
-                    .await
-                    .unwrap_or(false)
-            } else {
-                self.session.may_run_in_parallel(&name, &args)
-            };
-            queued.turn(parallel).await
+            // Planned once, off the reactor (the shell looks its command up
+            // on PATH); the plan decides the call's place beside others and
+            // is what runs at its turn.
+            let session = self.session.clone();
+            let tool = name.clone();
+            let round = tokio::task::spawn_blocking(move || session.plan(vec![(&tool, arguments)]))
+                .await
+                .map_err(|e| McpError::internal_error(format!("the call could not be planned: {e}"), None))?;
+            Ok::<_, McpError>((queued.turn(round.parallel()).await, round))
         };
         let admitted = tokio::select! {
-            admitted = waited => admitted,
+            admitted = waited => admitted?,
             () = context.ct.cancelled() => {
                 if let Some(progress) = progress {
                     progress.abort();
@@ -289,10 +290,11 @@ impl ServerHandler for McpServer {
                 return Ok(CallToolResult::error(vec![ContentBlock::text(text)]).into());
             }
         };
+        let (admitted, round) = admitted;
         let cancel = admitted.cancel().clone();
         let mut call = tokio::task::spawn_blocking(move || {
             crate::shell::jobs::take_adopted_here();
-            let result = server.session.call_admitted(admitted, &ui, &tool, arguments);
+            let result = server.session.call_admitted(admitted, &ui, round);
             (result, crate::shell::jobs::take_adopted_here())
         });
         let finished = tokio::select! {

@@ -1,23 +1,20 @@
-//! A round: the calls a model issues together. Spec: "the calls a round issues
-//! together run concurrently only when every one of them says it may; results
-//! come back in call order regardless."
+//! A round: the calls a model issues together, each planned once. Spec: "the
+//! calls a round issues together run concurrently only when every one of
+//! them says it may; results come back in call order regardless."
+//!
+//! The round rule lives here alone: [`Round::parallel`] decides, once, when
+//! the round is planned, whether it may run beside other parallel calls (its
+//! place in the session's line, `admission/turns.rs`) and whether its own
+//! calls run side by side.
 
 use crate::agent::AgentTools;
 use crate::approval::{self, Decision};
+use crate::audit;
+use crate::builtin_sets::needs_someone_to_answer;
 use crate::caps::ui::Ui;
-use crate::caps::writes::CallWrite;
 use crate::session::{CallCancel, Session};
-use crate::toolset::{ApprovalRule, Decided, Presentation, ToolResult};
+use crate::toolset::{Arguments, CallPlan, Presentation, ToolResult, Toolset};
 use std::sync::Arc;
-
-/// One call: a tool name and its JSON arguments text.
-#[derive(Debug, Clone)]
-pub struct Call {
-    /// The tool's name.
-    pub tool: String,
-    /// The arguments object, as JSON text.
-    pub args: String,
-}
 
 /// One call's outcome, in the round's call order.
 #[derive(Debug, Clone)]
@@ -52,106 +49,100 @@ impl Outcome {
     }
 }
 
-impl AgentTools {
-    /// Runs one call through the gate and its toolset, and audits it;
-    /// `cancel` stops it alone.
-    pub fn call(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, call: &Call, cancel: &Arc<CallCancel>) -> Outcome {
-        let started = std::time::Instant::now();
-        let outcome = self.call_unaudited(session, ui, call, cancel);
-        if let Some(log) = self.audit() {
-            log.record(&outcome, &call.args, started.elapsed());
-        }
-        outcome
-    }
+/// One call of a round: planned by its set, or already over (a tool nobody
+/// offers, arguments that make no call).
+enum Planned {
+    Ready {
+        set: Arc<dyn Toolset>,
+        plan: CallPlan,
+    },
+    /// The outcome, and the arguments (for the audit).
+    Over(Outcome, Arguments),
+}
 
-    fn call_unaudited(
-        &self,
-        session: &Arc<Session>,
-        ui: &Arc<dyn Ui>,
-        call: &Call,
-        cancel: &Arc<CallCancel>,
-    ) -> Outcome {
-        let Some((set, spec)) = self.find(&call.tool) else {
-            return Outcome::unknown_tool(&call.tool);
-        };
-        let header = set
-            .header(&call.tool, &call.args)
-            .unwrap_or_else(|| header_guess(&call.tool, &call.args));
-        // A writing call's file is resolved once, here, and held open: the
-        // preview reads it, the question names it, the write goes through it,
-        // so no link changed in between moves the write (caps/writes.rs).
-        let write = match serde_json::from_str(&call.args) {
-            Ok(args) if !spec.read_only && set.writes_files() => CallWrite::resolve(self.project(), &args),
-            _ => CallWrite::Nothing,
-        };
-        let decision = approval::gate(set, spec, session, ui, &call.args, &header, &write, self.root());
-        let result = match &decision {
-            Decision::Refused(text) => ToolResult {
-                text: text.clone(),
-                is_error: true,
-                header,
-                diff: None,
-            },
-            Decision::Awaiting => ToolResult {
-                text: approval::awaiting(&call.tool),
-                is_error: true,
-                header,
-                diff: None,
-            },
-            _ => {
-                let decided = Decided {
-                    asked: decision.asked(),
-                    write: write.decided(),
-                    cancel: cancel.clone(),
-                };
-                set.invoke(session, ui, &call.tool, &call.args, &decided)
+/// The calls a model issued together, each planned once, and whether they
+/// may run in parallel.
+pub struct Round {
+    calls: Vec<Planned>,
+    parallel: bool,
+}
+
+impl Round {
+    /// Plans each call of `calls` (tool name, arguments) with the set that
+    /// offers it, and decides the round rule for `session`.
+    pub fn plan(tools: &AgentTools, session: &Session, calls: Vec<(&str, Arguments)>) -> Round {
+        let calls: Vec<Planned> = calls
+            .into_iter()
+            .map(|(tool, args)| match tools.find(tool) {
+                None => Planned::Over(Outcome::unknown_tool(tool), args),
+                Some((set, spec)) => match set.plan(spec, args.clone()) {
+                    Ok(plan) => Planned::Ready { set: set.clone(), plan },
+                    Err(why) => Planned::Over(
+                        Outcome {
+                            set: Some(set.name().to_string()),
+                            presentation: spec.presentation,
+                            ..Outcome::not_run(tool, why)
+                        },
+                        args,
+                    ),
+                },
+            })
+            .collect();
+        let parallel = calls.iter().all(|call| match call {
+            // A call that may ask runs alone unless it was allowed for the
+            // session already: questions are never asked side by side.
+            Planned::Ready { set, plan } => {
+                plan.parallel && (!plan.may_ask || session.is_approved(set.name(), &plan.scope))
             }
-        };
-        // A call that may have written (a writer, any shell command): the
-        // session's warm tree starts again rather than trusting inotify alone.
-        if !spec.read_only || set.name() == crate::shell::NAME {
-            session.warm_tree().clear();
-        }
-        Outcome {
-            tool: call.tool.clone(),
-            set: Some(set.name().to_string()),
-            presentation: spec.presentation,
-            decision,
-            result,
-        }
+            Planned::Over(..) => true,
+        });
+        Round { calls, parallel }
     }
 
-    /// Whether `call` may run beside others: its tool is parallel and needs
-    /// no question asked.
-    pub fn may_run_in_parallel(&self, session: &Arc<Session>, call: &Call) -> bool {
-        self.find(&call.tool).is_some_and(|(set, spec)| {
-            spec.parallel
-                && (set.approval(&call.tool, &call.args) == ApprovalRule::Never
-                    || session.is_approved(set.name(), &set.session_scope(&spec.name, &call.args)))
-        })
+    /// Whether the round may run beside other parallel calls, and its calls
+    /// side by side: every call may run in parallel and needs no question.
+    pub fn parallel(&self) -> bool {
+        self.parallel
     }
 
-    /// Runs a round: concurrently when every call may run in parallel and
-    /// none needs asking, otherwise one after another (each gated just before
-    /// it runs). Outcomes are in call order either way. `all_parallel` is
-    /// the caller's [`Self::may_run_in_parallel`] of every call, decided once
-    /// where it also takes its place under the round rule.
-    pub fn round(
-        &self,
+    /// Runs the round, its turn come: concurrently when [`Self::parallel`]
+    /// and there is more than one call, otherwise one after another (each
+    /// resolved and gated just before it runs). Outcomes are in call order
+    /// either way; each call is audited. `cancel` stops the round's calls.
+    pub fn run(
+        self,
+        tools: &AgentTools,
         session: &Arc<Session>,
         ui: &Arc<dyn Ui>,
-        calls: &[Call],
-        all_parallel: bool,
         cancel: &Arc<CallCancel>,
     ) -> Vec<Outcome> {
-        let concurrent = calls.len() > 1 && all_parallel;
-        if !concurrent {
-            return calls.iter().map(|c| self.call(session, ui, c, cancel)).collect();
+        let run = |call: Planned| {
+            let started = std::time::Instant::now();
+            let (outcome, args) = match call {
+                Planned::Over(outcome, args) => (outcome, args),
+                Planned::Ready { set, plan } => (run_one(&set, &plan, session, ui, cancel), plan.args),
+            };
+            if let Some(log) = tools.audit() {
+                log.record(&audit::Record {
+                    set: outcome.set.as_deref(),
+                    tool: &outcome.tool,
+                    arguments: args.value(),
+                    approval: outcome.decision.audit_word(),
+                    duration: started.elapsed(),
+                    is_error: outcome.result.is_error,
+                    output_bytes: outcome.result.text.len(),
+                });
+            }
+            outcome
+        };
+        if !(self.parallel && self.calls.len() > 1) {
+            return self.calls.into_iter().map(run).collect();
         }
         std::thread::scope(|scope| {
-            let handles: Vec<_> = calls
-                .iter()
-                .map(|c| scope.spawn(move || self.call(session, ui, c, cancel)))
+            let handles: Vec<_> = self
+                .calls
+                .into_iter()
+                .map(|call| scope.spawn(move || run(call)))
                 .collect();
             handles
                 .into_iter()
@@ -161,16 +152,39 @@ impl AgentTools {
     }
 }
 
-/// The header shown in an approval question before the call has run: the
-/// tool and its `path` (or `pattern`) argument, as the file tools head their
-/// results.
-fn header_guess(tool: &str, args: &str) -> String {
-    let value: serde_json::Value = serde_json::from_str(args).unwrap_or_default();
-    match ["path", "pattern", "command"]
-        .iter()
-        .find_map(|k| value.get(k).and_then(|v| v.as_str()))
-    {
-        Some(subject) => format!("{tool} {subject}"),
-        None => tool.to_string(),
+/// One call at its turn: resolved by its set, through the gate, run if
+/// cleared.
+fn run_one(
+    set: &Arc<dyn Toolset>,
+    plan: &CallPlan,
+    session: &Arc<Session>,
+    ui: &Arc<dyn Ui>,
+    cancel: &Arc<CallCancel>,
+) -> Outcome {
+    // Where nobody can answer, a set that only exists for somebody who can
+    // (`ask`) offers nothing.
+    if !ui.interactive() && needs_someone_to_answer(set.name()) {
+        return Outcome::unknown_tool(&plan.tool);
+    }
+    let resolved = set.resolve(plan);
+    let gated = approval::gate(set.as_ref(), plan, resolved, session, ui, cancel);
+    let result = match (&gated.decision, &gated.cleared) {
+        (_, Some(cleared)) => set.invoke(session, ui, plan, cleared),
+        (Decision::Awaiting, None) => ToolResult::failure(&gated.header, approval::awaiting(&plan.tool)),
+        (Decision::Refused(text), None) => ToolResult::failure(&gated.header, text.clone()),
+        (_, None) => unreachable!("the gate clears every call it lets run"),
+    };
+    drop(gated.cleared);
+    // A call that may have written: the session's warm tree starts again
+    // rather than trusting inotify alone.
+    if plan.may_write {
+        session.warm_tree().clear();
+    }
+    Outcome {
+        tool: plan.tool.clone(),
+        set: Some(set.name().to_string()),
+        presentation: plan.presentation,
+        decision: gated.decision,
+        result,
     }
 }

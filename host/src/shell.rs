@@ -31,7 +31,9 @@ pub mod seccomp;
 use crate::caps::ui::Ui;
 use crate::project::ProjectRoot;
 use crate::session::Session;
-use crate::toolset::{ApprovalRule, Presentation, ToolResult, ToolSpec, Toolset};
+use crate::toolset::{
+    ApprovalRule, Arguments, CallPlan, Cleared, Presentation, Resolved, ToolResult, ToolSpec, Toolset,
+};
 use config::{SandboxMode, ShellConfig};
 use dialect::Dialect;
 use iota_toolset::args::decode;
@@ -58,14 +60,38 @@ pub const BAD_TIMEOUT: &str = "timeout must be a positive number of seconds";
 pub const MODEL_ROOT_VAR: &str = "IOTA_MODEL_ROOT";
 
 /// How one call's command runs.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug)]
 pub enum Regime {
     /// Inside the OS sandbox.
     Sandboxed,
     /// As the user: an unsandboxed set (after approval, or `auto_run`).
     Unsandboxed,
-    /// The iota exception: this very binary, as the user, with these words.
-    Iota(iota::SimpleCommand),
+    /// The iota exception: this very binary, as the user, with these words,
+    /// in the directory held when the line was resolved.
+    Iota(Box<IotaLine>),
+}
+
+/// An iota line as resolved: its words and redirections, and the directory
+/// it runs in, reached from the pinned root with no link on the way and held
+/// from the decision to the spawn.
+#[derive(Debug)]
+pub struct IotaLine {
+    /// The words and redirections the grammar proved.
+    pub command: iota::SimpleCommand,
+    /// Its directory relative to the root, `..` folded.
+    cwd_beneath: PathBuf,
+    /// The same directory, held (the child starts in it by descriptor).
+    #[cfg(unix)]
+    cwd: std::os::fd::OwnedFd,
+}
+
+/// The shell's reading of a call's arguments ([`CallPlan::detail`]).
+struct Planned {
+    args: Args,
+    /// The directory it runs in: the root joined with `cwd`.
+    cwd: PathBuf,
+    /// The iota call it would make (`ShellToolset::iota_candidate`).
+    iota: Option<iota::SimpleCommand>,
 }
 
 /// The interpreter that runs every call (`dialect.rs`): `$IOTA_SHELL`, else
@@ -215,44 +241,51 @@ impl ShellToolset {
         self.config.sandbox == SandboxMode::Auto && self.sandbox.is_available()
     }
 
-    fn cwd(&self, args: &Args) -> PathBuf {
-        match &args.cwd {
-            Some(cwd) => self.root.join(cwd),
-            None => self.root.clone(),
-        }
-    }
-
-    /// How `line` run in `cwd` would run: the iota exception leaves a
-    /// sandboxed set.
-    pub fn regime(&self, line: &str, cwd: &Path) -> Regime {
+    /// The iota call `line` run in `cwd` would make, when the set is
+    /// sandboxed: one simple command whose program is this very binary on
+    /// PATH now. Found once, when the call is planned: whatever PATH says
+    /// later, what such a call runs is this process's own binary.
+    fn iota_candidate(&self, line: &str, cwd: &Path) -> Option<iota::SimpleCommand> {
         if !self.sandboxed() {
-            return Regime::Unsandboxed;
+            return None;
         }
-        // Only from inside the project, a directory reached from the pinned
-        // root with no link on the way (what the child is started in, by
-        // descriptor): outside it, the child's relative paths (its config's
-        // write: entries, say) would resolve elsewhere.
-        let Some(cwd_beneath) = self.cwd_beneath(cwd) else {
-            return Regime::Sandboxed;
-        };
-        match iota::iota_call(
+        iota::iota_call(
             line,
             self.running_binary.as_deref(),
             cwd,
             std::env::var("PATH").ok().as_deref(),
-        ) {
-            Some(command) if redirect::allowed(&command.redirections, &self.project, &cwd_beneath) => {
-                Regime::Iota(command)
-            }
-            _ => Regime::Sandboxed,
-        }
+        )
     }
 
-    /// `cwd` relative to the root, `..` folded by the text, when it is a
-    /// directory beneath the pinned root reached with no link on the way.
-    fn cwd_beneath(&self, cwd: &Path) -> Option<PathBuf> {
-        let relative = crate::project::fold_beneath(self.project.path(), cwd)?;
-        self.pin_dir(&relative).ok().map(|_| relative)
+    /// How a call runs, decided at its turn: a sandboxed set's iota
+    /// candidate leaves the sandbox from a directory of the project reached
+    /// with no link on the way (held from now to the spawn; outside it the
+    /// child's relative paths, its config's `write:` entries say, would
+    /// resolve elsewhere), its redirections all allowed.
+    fn regime(&self, candidate: Option<&iota::SimpleCommand>, cwd: &Path) -> Regime {
+        if !self.sandboxed() {
+            return Regime::Unsandboxed;
+        }
+        let Some(command) = candidate else {
+            return Regime::Sandboxed;
+        };
+        let Some(cwd_beneath) = crate::project::fold_beneath(self.project.path(), cwd) else {
+            return Regime::Sandboxed;
+        };
+        let Ok(held) = self.pin_dir(&cwd_beneath) else {
+            return Regime::Sandboxed;
+        };
+        if !redirect::allowed(&command.redirections, &self.project, &cwd_beneath) {
+            return Regime::Sandboxed;
+        }
+        #[cfg(windows)]
+        let () = held;
+        Regime::Iota(Box::new(IotaLine {
+            command: command.clone(),
+            cwd_beneath,
+            #[cfg(unix)]
+            cwd: held,
+        }))
     }
 
     /// The directory `relative` beneath the pinned root, opened with no link
@@ -272,21 +305,16 @@ impl ShellToolset {
 
     /// The command as the header and a background job's label show it:
     /// `cd DIR && LINE`, marked when it runs outside the sandbox.
-    fn shown(&self, args: &Args) -> String {
+    fn shown(&self, args: &Args, regime: &Regime) -> String {
         let line = &args.command;
         let mut shown = match &args.cwd {
             Some(cwd) => self.interpreter.dialect.in_directory(cwd, line),
             None => line.clone(),
         };
-        if matches!(self.regime(line, &self.cwd(args)), Regime::Iota(_)) {
+        if matches!(regime, Regime::Iota(_)) {
             shown.push_str(" (outside the sandbox)");
         }
         shown
-    }
-
-    /// The call's header: `shell [(background)] SHOWN`.
-    fn header_for(&self, args: &Args) -> String {
-        headed(args, &self.shown(args))
     }
 
     /// Starts `line` in `cwd` under `regime`, writing its output to a log
@@ -351,7 +379,7 @@ impl ShellToolset {
                     false,
                 ));
             }
-            Regime::Iota(command) => command,
+            Regime::Iota(line) => line,
             Regime::Sandboxed => return self.sandboxed_launch(argv, cwd, session),
         };
         // Not bash: the words the parser proved, run by this process's own
@@ -378,29 +406,20 @@ impl ShellToolset {
             .collect();
         env.push((MODEL_ROOT_VAR.into(), self.root.clone().into_os_string()));
         let mut argv = vec![program];
-        argv.extend(command.words[1..].iter().map(OsString::from));
+        argv.extend(command.command.words[1..].iter().map(OsString::from));
         // Performed now, in bash's order, each file checked again as it is
-        // opened (`redirect.rs`): one that fails ends the call here.
-        // The directory decided on, pinned now: the child starts in it by
-        // descriptor, and the redirections resolve from it, whatever its
-        // path has become since.
-        let changed = || {
-            std::io::Error::other(format!(
-                "{}: the working directory is no longer a directory of the project reached without a link; nothing ran",
-                cwd.display()
-            ))
-        };
-        let cwd_beneath = crate::project::fold_beneath(self.project.path(), cwd).ok_or_else(changed)?;
+        // opened (`redirect.rs`): one that fails ends the call here. The
+        // child starts in the directory held since the line was resolved,
+        // and the redirections resolve from it, whatever its path has
+        // become since.
+        let streams = redirect::perform(&command.command.redirections, &self.project, &command.cwd_beneath)
+            .map_err(std::io::Error::other)?;
         #[cfg(unix)]
-        let pinned = self.pin_dir(&cwd_beneath).map_err(|_| changed())?;
-        #[cfg(windows)]
-        self.pin_dir(&cwd_beneath).map_err(|_| changed())?;
-        let streams =
-            redirect::perform(&command.redirections, &self.project, &cwd_beneath).map_err(std::io::Error::other)?;
+        let pinned = command.cwd.try_clone()?;
         Ok((
             Launch {
                 argv,
-                arg0: Some(command.words[0].clone().into()),
+                arg0: Some(command.command.words[0].clone().into()),
                 env: Some(env),
                 streams,
                 #[cfg(unix)]
@@ -420,11 +439,12 @@ impl ShellToolset {
     fn run(
         &self,
         session: &Arc<Session>,
-        args: &Args,
-        decided: &crate::toolset::Decided,
+        planned: &Planned,
+        regime: &Regime,
+        call: &Cleared,
     ) -> Result<String, ToolResult> {
-        let asked = decided.asked;
-        let shown = self.shown(args);
+        let args = &planned.args;
+        let shown = self.shown(args, regime);
         let header = headed(args, &shown);
         let fail = |text: String| ToolResult {
             text,
@@ -435,15 +455,7 @@ impl ShellToolset {
         let line = args.command.as_str();
         let timeout = parse_timeout(args).map_err(fail)?;
         let background = args.background.unwrap_or(false);
-        let cwd = self.cwd(args);
-        // The line is read again here, and what it names may have changed
-        // since the gate read it (a link swapped by a background job): a
-        // call nobody was asked about never leaves the sandbox, whatever it
-        // resolves to now.
-        let regime = match self.regime(line, &cwd) {
-            Regime::Iota(_) if !asked && !self.config.auto_run => Regime::Sandboxed,
-            regime => regime,
-        };
+        let cwd = &planned.cwd;
         let jobs = session.jobs();
         if background && !jobs.has_room() {
             return Err(fail(format!(
@@ -451,7 +463,7 @@ impl ShellToolset {
                 jobs::MAX_JOBS
             )));
         }
-        let Started { running, log, id } = self.start(session, line, &cwd, &regime, timeout).map_err(fail)?;
+        let Started { running, log, id } = self.start(session, line, cwd, regime, timeout).map_err(fail)?;
         let label = jobs::label(&shown);
         if background {
             jobs.adopt(id.clone(), label, line.to_string(), running.clone());
@@ -464,7 +476,7 @@ impl ShellToolset {
         }
         let room = jobs.has_room();
         session.track_foreground(&running);
-        decided.cancel.track(&running);
+        call.cancel().track(&running);
         let ending = running.wait(if room { Some(YIELD_AFTER) } else { None });
         let Some(ending) = ending else {
             let so_far = running.output();
@@ -511,7 +523,13 @@ impl ShellToolset {
         cancel: Option<&crate::session::CallCancel>,
     ) -> Result<(String, Option<i32>), String> {
         let header = format!("{NAME} {line}");
-        crate::approval::gate_component_command(session, ui, &header, !self.config.auto_run && !self.sandboxed())?;
+        crate::approval::gate_component_command(
+            session,
+            ui,
+            NAME,
+            &header,
+            !self.config.auto_run && !self.sandboxed(),
+        )?;
         let cwd = cwd.map_or_else(|| self.root.clone(), |c| self.root.join(c));
         let regime = if self.sandboxed() {
             Regime::Sandboxed
@@ -674,11 +692,6 @@ fn parameters(dialect: Dialect) -> String {
 }
 
 impl Toolset for ShellToolset {
-    fn approval_looks_at_the_machine(&self) -> bool {
-        // The regime: the cwd, the iota exception's PATH lookup, its targets.
-        true
-    }
-
     fn name(&self) -> &str {
         NAME
     }
@@ -749,64 +762,71 @@ impl Toolset for ShellToolset {
         self.config.network || !self.sandboxed()
     }
 
-    fn preview(&self, _: &Arc<Session>, _: &str, _: &str, _: &crate::caps::writes::CallWrite) -> Option<String> {
+    fn plan(&self, spec: &crate::description::Tool, args: Arguments) -> Result<CallPlan, String> {
+        let decoded = decode::<Args>(args.text())?;
+        let cwd = match &decoded.cwd {
+            Some(cwd) => self.root.join(cwd),
+            None => self.root.clone(),
+        };
+        let iota = self.iota_candidate(&decoded.command, &cwd);
+        let may_leave = iota.is_some();
+        // "Allow for this session" of an iota call allows that exact line in
+        // that directory, never the next line that happens to qualify.
+        let scope = if may_leave {
+            format!("{}\n{}\n{}", spec.name, cwd.display(), decoded.command)
+        } else {
+            spec.name.clone()
+        };
+        Ok(CallPlan {
+            may_write: true,
+            may_ask: !self.config.auto_run && (!self.sandboxed() || may_leave),
+            scope,
+            detail: Box::new(Planned {
+                args: decoded,
+                cwd,
+                iota,
+            }),
+            ..CallPlan::of(spec, args)
+        })
+    }
+
+    fn resolve(&self, plan: &CallPlan) -> Resolved {
+        let planned = plan.detail::<Planned>().expect("a shell call's plan is the shell's");
+        let regime = self.regime(planned.iota.as_ref(), &planned.cwd);
+        let header = headed(&planned.args, &self.shown(&planned.args, &regime));
+        let question = match &planned.args.cwd {
+            Some(cwd) => crate::approval::annotate_cwd(&header, &self.root, cwd),
+            None => header.clone(),
+        };
+        let approval = match regime {
+            _ if self.config.auto_run => ApprovalRule::Never,
+            Regime::Unsandboxed | Regime::Iota(_) => ApprovalRule::Required,
+            Regime::Sandboxed => ApprovalRule::Never,
+        };
+        Resolved {
+            header,
+            question,
+            approval,
+            write: Default::default(),
+            detail: Box::new(regime),
+        }
+    }
+
+    fn preview(&self, _: &Arc<Session>, _: &CallPlan, _: &Resolved) -> Option<String> {
         None
     }
 
-    fn approval(&self, _tool: &str, args: &str) -> ApprovalRule {
-        if self.config.auto_run {
-            return ApprovalRule::Never;
-        }
-        if !self.sandboxed() {
-            return ApprovalRule::Required;
-        }
-        // Arguments that do not decode fail the call before anything runs.
-        let Ok(args) = decode::<Args>(args) else {
-            return ApprovalRule::Never;
-        };
-        match self.regime(&args.command, &self.cwd(&args)) {
-            Regime::Iota(_) => ApprovalRule::Required,
-            _ => ApprovalRule::Never,
-        }
-    }
-
-    fn session_scope(&self, tool: &str, args: &str) -> String {
-        // "Allow for this session" of an iota call allows that exact line in
-        // that directory, never the next line that happens to qualify.
-        match decode::<Args>(args) {
-            Ok(args) if self.sandboxed() => {
-                let cwd = self.cwd(&args);
-                match self.regime(&args.command, &cwd) {
-                    Regime::Iota(_) => format!("{tool}\n{}\n{}", cwd.display(), args.command),
-                    _ => tool.to_string(),
-                }
-            }
-            _ => tool.to_string(),
-        }
-    }
-
-    fn header(&self, _tool: &str, args: &str) -> Option<String> {
-        decode::<Args>(args).ok().map(|args| self.header_for(&args))
-    }
-
-    fn invoke(
-        &self,
-        session: &Arc<Session>,
-        _ui: &Arc<dyn Ui>,
-        _tool: &str,
-        args: &str,
-        decided: &crate::toolset::Decided,
-    ) -> ToolResult {
-        let args = match decode::<Args>(args) {
-            Ok(args) => args,
-            Err(e) => return ToolResult::failure(NAME, e),
-        };
-        let header = self.header_for(&args);
-        match self.run(session, &args, decided) {
+    fn invoke(&self, session: &Arc<Session>, _ui: &Arc<dyn Ui>, plan: &CallPlan, call: &Cleared) -> ToolResult {
+        let planned = plan.detail::<Planned>().expect("a shell call's plan is the shell's");
+        let regime = call
+            .resolved()
+            .detail::<Regime>()
+            .expect("a shell call's resolution is the shell's");
+        match self.run(session, planned, regime, call) {
             Ok(text) => ToolResult {
                 text,
                 is_error: false,
-                header,
+                header: call.resolved().header.clone(),
                 diff: None,
             },
             Err(result) => result,

@@ -1,11 +1,21 @@
-//! What the host knows of a toolset, whatever runs it: its tools and how to
-//! call them. Wasm components ([`crate::wasm_toolset`]) implement it; the
-//! native shell set will too.
+//! What the host knows of a toolset, whatever runs it: its tools, and how one
+//! call of them is planned, resolved, gated and run. Wasm components
+//! ([`crate::wasm_toolset`]) and the native shell set implement it.
+//!
+//! A call goes through three steps, each done once and carried to the next:
+//! [`Toolset::plan`] reads its arguments (nothing on the machine is looked
+//! at: a plan can be made as the call arrives, before its turn);
+//! [`Toolset::resolve`], at its turn, looks at the machine once and holds
+//! what it found (the file a write lands in, the directory an iota line runs
+//! in); the gate ([`crate::approval`]) turns the resolution into a
+//! [`Cleared`] call or a refusal, and only a cleared call reaches
+//! [`Toolset::invoke`].
 
 use crate::caps::ui::Ui;
 use crate::caps::writes::CallWrite;
 use crate::description::Tool;
 use crate::session::{CallCancel, Session};
+use std::any::Any;
 use std::sync::Arc;
 
 /// Whether a tool asks before it runs (WIT `types.approval`; named for
@@ -22,37 +32,17 @@ pub trait Toolset: Send + Sync {
     fn tools(&self) -> &[Tool];
     /// What it adds to the system prompt.
     fn prompt(&self) -> Option<String>;
-    /// What a call would change, computed without changing anything; `write`
-    /// is the file it would write, held (read-only until decided).
-    fn preview(&self, session: &Arc<Session>, tool: &str, args: &str, write: &CallWrite) -> Option<String>;
-    /// Whether calls of its writing tools write a file through
-    /// `iota:toolset/writes`, so the gate resolves and holds their `path`.
-    fn writes_files(&self) -> bool {
-        false
-    }
-    /// Whether [`Self::approval`] looks at the machine (files, PATH) for a
-    /// call, rather than at the tool's spec alone: then an async front end
-    /// asks it off the reactor.
-    fn approval_looks_at_the_machine(&self) -> bool {
-        false
-    }
-    /// Whether this call needs approval; by default the tool's spec decides.
-    fn approval(&self, tool: &str, _args: &str) -> ApprovalRule {
-        self.tools()
-            .iter()
-            .find(|t| t.name == tool)
-            .map_or(ApprovalRule::Required, |t| t.approval)
-    }
-    /// What "allow for this session" of this call covers: by default the
-    /// tool, every later call of it.
-    fn session_scope(&self, tool: &str, _args: &str) -> String {
-        tool.to_string()
-    }
-    /// The call's header before it runs (for the approval question), when the
-    /// toolset can say without running it.
-    fn header(&self, _tool: &str, _args: &str) -> Option<String> {
-        None
-    }
+    /// Reads one call of its tool `spec` from its arguments alone, touching
+    /// nothing on the machine. `Err` is what the model reads when the
+    /// arguments cannot make a call (the call then fails without running).
+    fn plan(&self, spec: &Tool, args: Arguments) -> Result<CallPlan, String>;
+    /// Looks at the machine for `plan`, once, just before the call is gated:
+    /// what it finds is held and carried to the run, which decides nothing
+    /// anew.
+    fn resolve(&self, plan: &CallPlan) -> Resolved;
+    /// What a call would change, computed without changing anything (the
+    /// held file read only).
+    fn preview(&self, session: &Arc<Session>, plan: &CallPlan, resolved: &Resolved) -> Option<String>;
     /// What the person should know about how it will run, said once at
     /// start (a startup warning).
     fn notices(&self) -> Vec<String> {
@@ -63,24 +53,170 @@ pub trait Toolset: Send + Sync {
     fn open_world(&self) -> bool {
         false
     }
-    /// Runs one call that has passed the approval gate, with what the gate
-    /// decided ([`Decided`]).
-    fn invoke(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, tool: &str, args: &str, decided: &Decided)
-    -> ToolResult;
+    /// Runs one call the gate cleared.
+    fn invoke(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, plan: &CallPlan, call: &Cleared) -> ToolResult;
 }
 
-/// What the gate decided about a call that runs, carried to the run so the
-/// run acts on the decision and decides nothing anew.
-#[derive(Debug, Clone, Default)]
-pub struct Decided {
-    /// Whether the gate asked the user (or found the call allowed for the
-    /// session): a set whose approval depends on the moment (the shell's
-    /// iota exception) runs under the regime the gate saw.
-    pub asked: bool,
-    /// The file the call may write, held since the gate resolved it.
+/// A call's arguments: the JSON text as the model wrote it (what a component
+/// decodes, with its own texts for what is wrong) and the value it parses to,
+/// parsed once.
+#[derive(Debug, Clone)]
+pub struct Arguments {
+    text: String,
+    value: Option<serde_json::Value>,
+}
+
+impl Arguments {
+    /// `text`, parsed now (a text that is not JSON has no value).
+    pub fn new(text: String) -> Arguments {
+        let value = serde_json::from_str(&text).ok();
+        Arguments { text, value }
+    }
+
+    /// `value` as an object (what an MCP client sends), its text made from it.
+    pub fn from_value(value: serde_json::Value) -> Arguments {
+        Arguments {
+            text: value.to_string(),
+            value: Some(value),
+        }
+    }
+
+    /// The text as written.
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The parsed value, when the text is JSON.
+    pub fn value(&self) -> Option<&serde_json::Value> {
+        self.value.as_ref()
+    }
+}
+
+/// One call as its set read it from the arguments: what the round rule, the
+/// gate, the audit and the run need, decided once.
+pub struct CallPlan {
+    /// The tool called.
+    pub tool: String,
+    /// Its arguments.
+    pub args: Arguments,
+    /// How a front end shows it.
+    pub presentation: Presentation,
+    /// Whether it may change files (a writer, any shell command): the
+    /// session's warm tree starts again after it rather than trusting
+    /// inotify alone.
+    pub may_write: bool,
+    /// Whether the tool may run beside the round's other calls.
+    pub parallel: bool,
+    /// Whether it may ask before it runs, as far as the arguments tell (its
+    /// resolution asks no more than this, a protected write aside): with
+    /// `parallel`, the round rule's input.
+    pub may_ask: bool,
+    /// What "allow for this session" of it covers: the tool, or for an iota
+    /// line that exact line in that directory.
+    pub scope: String,
+    /// The set's own reading of the arguments, for its `resolve` and `invoke`.
+    pub detail: Box<dyn Any + Send + Sync>,
+}
+
+impl CallPlan {
+    /// The plan of a call whose set needs nothing of its own: the spec's
+    /// rules, the tool as the scope.
+    pub fn of(spec: &Tool, args: Arguments) -> CallPlan {
+        CallPlan {
+            tool: spec.name.clone(),
+            args,
+            presentation: spec.presentation,
+            may_write: !spec.read_only,
+            parallel: spec.parallel,
+            may_ask: spec.approval == ApprovalRule::Required,
+            scope: spec.name.clone(),
+            detail: Box::new(()),
+        }
+    }
+
+    /// The set's own reading, as the set stored it.
+    pub fn detail<T: 'static>(&self) -> Option<&T> {
+        self.detail.downcast_ref()
+    }
+
+    /// A call the host itself makes of a set's internal entry point (the
+    /// Skills extension's `skills/list`): no model's tool call, so nothing
+    /// to ask and nothing it may write ([`Cleared::host_entry`]).
+    pub fn host_entry(entry: &str, args: Arguments) -> CallPlan {
+        CallPlan {
+            tool: entry.to_string(),
+            args,
+            presentation: Presentation::Group,
+            may_write: false,
+            parallel: false,
+            may_ask: false,
+            scope: entry.to_string(),
+            detail: Box::new(()),
+        }
+    }
+}
+
+/// What a set found on the machine for one plan, at the call's turn, held
+/// until the call has run.
+pub struct Resolved {
+    /// The call's header: `write_file a.txt`, `shell make (outside the sandbox)`.
+    pub header: String,
+    /// The header as the approval question shows it: where a write lands (or
+    /// a command's directory is) when a link moves it, a protected
+    /// destination marked.
+    pub question: String,
+    /// Whether it asks before it runs.
+    pub approval: ApprovalRule,
+    /// The file the call may write, held since it was resolved.
     pub write: CallWrite,
+    /// The set's own findings (the shell's regime with its directory held).
+    pub detail: Box<dyn Any + Send + Sync>,
+}
+
+impl Resolved {
+    /// The set's own findings, as the set stored them.
+    pub fn detail<T: 'static>(&self) -> Option<&T> {
+        self.detail.downcast_ref()
+    }
+}
+
+/// A call the gate let run: its resolution, the write made writable, and
+/// the call's own cancellation. Only [`crate::approval::gate`] makes one, so
+/// a run always acts on what was decided.
+pub struct Cleared {
+    pub(crate) resolved: Resolved,
+    pub(crate) cancel: Arc<CallCancel>,
+}
+
+impl Cleared {
+    /// The clearance of a [`CallPlan::host_entry`]: no write, no question.
+    pub fn host_entry() -> Cleared {
+        Cleared {
+            resolved: Resolved {
+                header: String::new(),
+                question: String::new(),
+                approval: ApprovalRule::Never,
+                write: CallWrite::Nothing,
+                detail: Box::new(()),
+            },
+            cancel: Arc::default(),
+        }
+    }
+
+    /// What was resolved and decided.
+    pub fn resolved(&self) -> &Resolved {
+        &self.resolved
+    }
+
+    /// The file the call may write, now writable.
+    pub fn write(&self) -> &CallWrite {
+        &self.resolved.write
+    }
+
     /// The call's own cancellation.
-    pub cancel: Arc<CallCancel>,
+    pub fn cancel(&self) -> &Arc<CallCancel> {
+        &self.cancel
+    }
 }
 
 impl ToolResult {

@@ -18,7 +18,7 @@ use crate::engine::Engine;
 use crate::project::ProjectRoot;
 use crate::session::{CallCancel, Session, StateFull};
 use crate::shell::ShellToolset;
-use crate::toolset::{Decided, ToolResult, Toolset};
+use crate::toolset::{ApprovalRule, Arguments, CallPlan, Cleared, Resolved, ToolResult, Toolset};
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -610,10 +610,6 @@ impl Toolset for WasmToolset {
         &self.tools
     }
 
-    fn writes_files(&self) -> bool {
-        self.requested.contains(&Capability::FsWrite)
-    }
-
     fn prompt(&self) -> Option<String> {
         let session = Arc::new(Session::new());
         let ui: Arc<dyn Ui> = Arc::new(crate::caps::ui::NoUi);
@@ -628,38 +624,85 @@ impl Toolset for WasmToolset {
         .flatten()
     }
 
-    fn preview(&self, session: &Arc<Session>, tool: &str, args: &str, write: &CallWrite) -> Option<String> {
+    fn plan(&self, spec: &Tool, args: Arguments) -> Result<CallPlan, String> {
+        Ok(CallPlan::of(spec, args))
+    }
+
+    fn resolve(&self, plan: &CallPlan) -> Resolved {
+        let value = plan.args.value();
+        // A writing call's file is resolved once, here, and held open: the
+        // preview reads it, the question names it, the write goes through it,
+        // so no link changed in between moves the write (caps/writes.rs).
+        let write = match value {
+            Some(args) if plan.may_write && self.requested.contains(&Capability::FsWrite) => {
+                CallWrite::resolve(&self.root, args)
+            }
+            _ => CallWrite::Nothing,
+        };
+        let header = header_before_running(&plan.tool, value);
+        let question = match (write.held(), value.and_then(|v| v.get("path")).and_then(|p| p.as_str())) {
+            (Some(held), Some(path)) => crate::approval::annotate(&header, path, held.lands(), held.protected()),
+            _ => header.clone(),
+        };
+        let approval = self
+            .tools
+            .iter()
+            .find(|t| t.name == plan.tool)
+            .map_or(ApprovalRule::Required, |t| t.approval);
+        Resolved {
+            header,
+            question,
+            approval,
+            write,
+            detail: Box::new(()),
+        }
+    }
+
+    fn preview(&self, session: &Arc<Session>, plan: &CallPlan, resolved: &Resolved) -> Option<String> {
         let ui: Arc<dyn Ui> = Arc::new(crate::caps::ui::NoUi);
         self.run(
             session,
             &ui,
             self.access(),
-            Role::Other(write.clone()),
-            |b, store, ctx| b.iota_toolset_toolset().call_preview(store, ctx, tool, args),
+            Role::Other(resolved.write.clone()),
+            |b, store, ctx| {
+                b.iota_toolset_toolset()
+                    .call_preview(store, ctx, &plan.tool, plan.args.text())
+            },
         )
         .ok()
         .flatten()
     }
 
-    fn invoke(
-        &self,
-        session: &Arc<Session>,
-        ui: &Arc<dyn Ui>,
-        tool: &str,
-        args: &str,
-        decided: &Decided,
-    ) -> ToolResult {
+    fn invoke(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, plan: &CallPlan, call: &Cleared) -> ToolResult {
         self.run(
             session,
             ui,
             self.access(),
             Role::Call {
-                write: decided.write.clone(),
-                cancel: decided.cancel.clone(),
+                write: call.write().clone(),
+                cancel: call.cancel().clone(),
             },
-            |b, store, ctx| b.iota_toolset_toolset().call_invoke(store, ctx, tool, args),
+            |b, store, ctx| {
+                b.iota_toolset_toolset()
+                    .call_invoke(store, ctx, &plan.tool, plan.args.text())
+            },
         )
-        .and_then(|result| self.within_output_limit(result, decided.write.held().is_some_and(|file| file.wrote())))
-        .unwrap_or_else(|text| ToolResult::failure(tool, text))
+        .and_then(|result| self.within_output_limit(result, call.write().held().is_some_and(|file| file.wrote())))
+        .unwrap_or_else(|text| ToolResult::failure(&plan.tool, text))
+    }
+}
+
+/// A component's call as its header reads before the call has run (for the
+/// approval question): the tool and its `path` (or `pattern`, `command`)
+/// argument, as the file tools head their results. The component's own
+/// header replaces it once the call has run.
+fn header_before_running(tool: &str, args: Option<&serde_json::Value>) -> String {
+    match ["path", "pattern", "command"]
+        .iter()
+        .find_map(|k| args?.get(k).and_then(|v| v.as_str()))
+    {
+        Some(subject) => format!("{tool} {subject}"),
+        None => tool.to_string(),
     }
 }

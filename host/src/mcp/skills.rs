@@ -12,7 +12,7 @@
 
 use crate::caps::ui::{NoUi, Ui};
 use crate::session::Session;
-use crate::toolset::Toolset;
+use crate::toolset::{Arguments, CallPlan, Cleared, Toolset};
 use rmcp::model::{
     ListResourcesResult, ListSkillsResult, ReadResourceResult, Resource, ResourceContents, Skill, SkillFrontmatter,
     SkillResource, SkillResources,
@@ -107,9 +107,8 @@ impl Skills {
     /// Calls one of the component's entry points; its JSON answer.
     fn entry<T: for<'de> Deserialize<'de>>(&self, entry: &str, args: serde_json::Value) -> Result<T, String> {
         let nobody: Arc<dyn Ui> = Arc::new(NoUi);
-        let result = self
-            .set
-            .invoke(&self.session, &nobody, entry, &args.to_string(), &Default::default());
+        let plan = CallPlan::host_entry(entry, Arguments::new(args.to_string()));
+        let result = self.set.invoke(&self.session, &nobody, &plan, &Cleared::host_entry());
         if result.is_error {
             return Err(result.text);
         }

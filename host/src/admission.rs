@@ -24,7 +24,7 @@
 //! turn is handed out in arrival order, and a thread pool full of later
 //! requests must never be what an earlier one waits for.
 
-mod slots;
+pub(crate) mod slots;
 mod turns;
 
 pub(crate) use slots::{Slot, SlotKind, Slots};

@@ -223,7 +223,7 @@ fn load_set(
     };
     let process = grants
         .contains(&Capability::Process)
-        .then(|| process_runner(agent, project));
+        .then(|| process_runner(agent, project) as Arc<dyn crate::caps::process::CommandRunner>);
     let options = LoadOptions {
         name: name.to_string(),
         wasm,

@@ -35,6 +35,7 @@ use crate::engine::Engine;
 use crate::project::ProjectRoot;
 use crate::round::{Outcome, Round};
 use crate::session::{CallCancel, Session};
+use crate::shell::session::ShellSession;
 use crate::toolset::{ApprovalRule, Arguments, Presentation, Toolset};
 use anyhow::{Context as _, Result, bail};
 use std::path::{Path, PathBuf};
@@ -312,16 +313,10 @@ impl Host {
         }
     }
 
-    /// Serves the tools over MCP on stdin/stdout until the client
-    /// disconnects (the connection is one session). With `ask_client`,
-    /// questions go to the client (elicitation, or 2026-07-28's multi
-    /// round-trip requests) and `ask` is offered only to clients that can
-    /// answer (build the host with an interactive [`Ui`] for `ask` to be
-    /// loaded at all); otherwise to the [`Ui`] this host was built with.
-    #[cfg(feature = "mcp")]
-    pub fn serve_mcp(self, ask_client: bool) -> Result<()> {
-        let ui = (!ask_client).then(|| self.ui.clone());
-        crate::mcp::serve(self, ui)
+    /// The [`Ui`] the host was built with.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn ui(&self) -> &Arc<dyn Ui> {
+        &self.ui
     }
 
     /// The loaded set called `name` (the MCP server's Skills extension
@@ -548,18 +543,18 @@ impl HostSession {
     /// `[background job b1 finished: exit 0 after 42s] make test` and the
     /// output. The model should read them at its next round.
     pub fn take_notices(&self) -> Vec<String> {
-        self.session.jobs().take_notices()
+        ShellSession::of(&self.session).jobs().take_notices()
     }
 
     /// Also hands every notice to `listener` the moment its job finishes
     /// (on the job's own thread); it is still queued for [`Self::take_notices`].
     pub fn on_notice(&self, listener: impl Fn(&str) + Send + Sync + 'static) {
-        self.session.jobs().listen(Box::new(listener));
+        ShellSession::of(&self.session).jobs().listen(Box::new(listener));
     }
 
     /// The background jobs still running.
     pub fn jobs(&self) -> Vec<JobInfo> {
-        self.session
+        ShellSession::of(&self.session)
             .jobs()
             .list()
             .into_iter()
@@ -576,12 +571,12 @@ impl HostSession {
 
     /// Kills job `id` and its process tree; false when no such job runs.
     pub fn kill_job(&self, id: &str) -> bool {
-        self.session.jobs().kill(id)
+        ShellSession::of(&self.session).jobs().kill(id)
     }
 
     /// Waits until every background job has ended and queued its notice.
     pub fn wait_for_jobs(&self) {
-        self.session.jobs().wait_all();
+        ShellSession::of(&self.session).jobs().wait_all();
     }
 
     /// Stops the call running now in this session: a shell command's whole

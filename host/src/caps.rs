@@ -25,26 +25,6 @@ use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-/// Host-side bindings generated from `wit/toolset.wit`.
-#[allow(missing_docs)]
-pub mod bindings {
-    wasmtime::component::bindgen!({
-        path: "../wit",
-        world: "toolset-host",
-        // A question left for a retry of the call (MCP's multi round-trip
-        // requests) stops the component where it asked.
-        imports: {
-            "iota:toolset/ui.choose": trappable,
-            "iota:toolset/ui.confirm": trappable,
-            "iota:toolset/process.run": trappable,
-            // A set past its session state cap is stopped.
-            "iota:toolset/session.set": trappable,
-            // A call out of time stops while it waits for a task.
-            "iota:toolset/workers.wait": trappable,
-        },
-    });
-}
-
 /// What a store holds for one call.
 pub struct CallState {
     pub(crate) wasi: WasiCtx,
@@ -55,7 +35,7 @@ pub struct CallState {
     /// The user, with the time they take to answer kept apart.
     pub(crate) ui: Arc<ui::Timed>,
     /// The sandbox runner behind `process`, when granted.
-    pub(crate) process: Option<Arc<crate::shell::ShellToolset>>,
+    pub(crate) process: Option<Arc<dyn process::CommandRunner>>,
     /// The preopens `files` reads through (none without access).
     pub(crate) files: fs::Files,
     /// Whether the component asked the user anything in this call (a
@@ -80,7 +60,7 @@ impl WasiView for CallState {
     }
 }
 
-impl bindings::iota::toolset::types::Host for CallState {}
+impl crate::wit::iota::toolset::types::Host for CallState {}
 
 /// Whether a call must stop: cancelled (its session's calls, or a task's
 /// call no longer waiting) or out of time. Checked at every epoch tick, and
@@ -228,7 +208,7 @@ pub fn linker(engine: &wasmtime::Engine) -> anyhow::Result<Arc<Linker<CallState>
     let mut linker = Linker::new(engine);
     wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
     wasi_bounds::add_to_linker(&mut linker)?;
-    bindings::ToolsetHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)?;
+    crate::wit::ToolsetHost::add_to_linker::<_, wasmtime::component::HasSelf<CallState>>(&mut linker, |s| s)?;
     let linker = Arc::new(linker);
     built.push((engine.weak(), linker.clone()));
     Ok(linker)

@@ -86,7 +86,7 @@ pub enum Command {
         update: bool,
         /// The largest blob (component or signature) to fetch, in MiB: a larger one is refused by the size its
         /// manifest declares, before any of it is fetched, and one that runs past its declared size is cut off.
-        #[arg(long, value_name = "MIB", default_value_t = crate::registry::client::DEFAULT_MAX_BLOB >> 20)]
+        #[arg(long, value_name = "MIB", default_value_t = crate::registry_client::DEFAULT_MAX_BLOB >> 20)]
         max_size: u64,
         /// REGISTRY/REPOSITORY:TAG or @sha256:DIGEST [default: every oci:// toolset of the config].
         #[arg(value_name = "REF")]
@@ -191,7 +191,7 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     if let Command::Push { file, reference } = &cli.command {
         print!(
             "{}",
-            crate::registry::client::push(&engine, file, reference).map_err(UsageError)?
+            crate::registry_client::push(&engine, file, reference).map_err(UsageError)?
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -203,7 +203,7 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     {
         let config = Config::discover(cli.config.as_deref()).map_err(UsageError)?;
         let references = if references.is_empty() {
-            crate::registry::client::references(&config)
+            crate::registry_client::references(&config)
                 .into_iter()
                 .map(|(_, reference)| reference)
                 .collect()
@@ -218,7 +218,7 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
         }
         let max_blob = max_size.saturating_mul(1 << 20);
         let (said, warnings) =
-            crate::registry::client::pull(&engine, &config, &references, *update, max_blob).map_err(UsageError)?;
+            crate::registry_client::pull(&engine, &config, &references, *update, max_blob).map_err(UsageError)?;
         for warning in warnings {
             eprintln!("iota-host: warning: {warning}");
         }

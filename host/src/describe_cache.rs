@@ -10,10 +10,10 @@
 //! plus the host's version, in the same sealed state directory as compiled
 //! components; a file that cannot be read, verified or parsed is a miss.
 
-use crate::caps::bindings::iota::toolset::types::Context;
 use crate::engine::sha256_hex;
 use crate::host_state::StateDir;
-use crate::toolset::{ApprovalRule, Presentation, ToolSpec};
+use crate::wit::iota::toolset::types::Context;
+use crate::wit::{ApprovalRule, Presentation, ToolSpec};
 use serde::{Deserialize, Serialize};
 
 /// What loading a component learns without calling a tool: its imports (the

@@ -11,7 +11,7 @@
 //! and each schema is parsed here, once, and shared from then on: listing the
 //! tools copies pointers.
 
-use crate::toolset::ToolSpec;
+use crate::wit::ToolSpec;
 use std::sync::Arc;
 
 /// A JSON object: what a tool's arguments schema is.
@@ -134,7 +134,7 @@ fn nesting(text: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::toolset::{ApprovalRule, Presentation};
+    use crate::wit::{ApprovalRule, Presentation};
 
     fn spec(name: &str, parameters: &str) -> ToolSpec {
         ToolSpec {

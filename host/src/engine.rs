@@ -195,6 +195,11 @@ fn spinner(_name: &str) -> Option<()> {
 /// taken waits for one until its deadline (`WasmToolset::instantiate`).
 pub const POOLED_INSTANCES: u32 = 64;
 
+// The pool has room for the admission's call and task slots, and to spare
+// for components with more than one memory or table per instance.
+const _: () =
+    assert!(crate::admission::slots::CALL_SLOTS + crate::admission::slots::TASK_SLOTS <= POOLED_INSTANCES as usize);
+
 /// Instances come from slots that are reused rather than mapped and unmapped
 /// per call: a fresh mapping of linear memory costs a dozen page faults, an
 /// `mmap`, an `mprotect` and a `munmap` every call, over a third of a small

@@ -16,9 +16,9 @@
 mod api;
 
 pub use api::{CallResult, Host, HostBuilder, HostSession, JobInfo, ToolInfo};
-pub use caps::bindings::iota::toolset::ui::{Answer, Choice, Question};
 pub use caps::ui::{Approval, ApprovalRequest, NoUi, ScriptedUi, Ui};
 pub use toolset::Presentation;
+pub use wit::iota::toolset::ui::{Answer, Choice, Question};
 
 mod admission;
 mod agent;
@@ -47,6 +47,8 @@ mod project;
 mod protected;
 mod provenance;
 mod registry;
+#[cfg(feature = "cli")]
+mod registry_client;
 mod round;
 mod scratch;
 mod secret;
@@ -54,6 +56,7 @@ mod session;
 mod shell;
 mod toolset;
 mod wasm_toolset;
+mod wit;
 
 /// Runs the command line (`iota-host`'s `main`); returns the exit code.
 #[cfg(feature = "cli")]
@@ -114,6 +117,6 @@ pub mod internals {
 
     /// What `session`'s warm tree holds and has served.
     pub fn warm_tree(session: &crate::HostSession) -> WarmStats {
-        session.session.warm_tree().stats()
+        crate::caps::fs::WarmTree::of(&session.session).stats()
     }
 }

@@ -390,7 +390,10 @@ impl ServerHandler for McpServer {
         request: CancelTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        match self.tasks.cancel(&request.task_id, self.session.state().jobs()) {
+        match self.tasks.cancel(
+            &request.task_id,
+            crate::shell::session::ShellSession::of(self.session.state()).jobs(),
+        ) {
             Some(_) => Ok(()),
             None => Err(McpError::invalid_params(
                 format!("no task {} in this session", request.task_id),
@@ -413,6 +416,21 @@ impl OptIn {
 impl Drop for OptIn {
     fn drop(&mut self) {
         self.0.opted_in.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+// The facade's MCP entry lives with the server, so the facade never
+// imports its front end.
+impl Host {
+    /// Serves the tools over MCP on stdin/stdout until the client
+    /// disconnects (the connection is one session). With `ask_client`,
+    /// questions go to the client (elicitation, or 2026-07-28's multi
+    /// round-trip requests) and `ask` is offered only to clients that can
+    /// answer (build the host with an interactive [`Ui`] for `ask` to be
+    /// loaded at all); otherwise to the [`Ui`] this host was built with.
+    pub fn serve_mcp(self, ask_client: bool) -> anyhow::Result<()> {
+        let ui = (!ask_client).then(|| self.ui().clone());
+        serve(self, ui)
     }
 }
 

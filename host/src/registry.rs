@@ -2,7 +2,7 @@
 //! the lock that says which digest each reference resolved to.
 //!
 //! `path: oci://REGISTRY/REPOSITORY:TAG` never makes a load touch the network:
-//! `iota-host pull` (registry/client.rs) resolves the reference once, checks
+//! `iota-host pull` (`registry_client.rs`) resolves the reference once, checks
 //! and stores what it fetched, and records the digests in the lock
 //! (`iota-host.lock` beside the config). A load reads the lock, then the
 //! store, and checks the bytes against the locked digest before the pin and
@@ -100,6 +100,12 @@ impl Store {
         }
     }
 
+    /// The store's directory.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
     /// The file for `digest` (`sha256:HEX`).
     pub fn file(&self, digest: &str, kind: Stored) -> PathBuf {
         let ext = match kind {
@@ -172,4 +178,16 @@ pub fn locate(reference: &str, lock: &Path, store: &Store) -> Result<Located> {
 }
 
 #[cfg(feature = "cli")]
-pub mod client;
+impl Lock {
+    /// Writes the lock whole (a new file renamed over the old one).
+    pub fn write(&self) -> Result<()> {
+        let mut text = String::from(
+            "# Written by `iota-host pull`: the digest each oci:// toolset resolved to. Loads use these,\n# from the local store, offline; `iota-host pull --update` re-resolves tags and shows what changed.\n",
+        );
+        text.push_str(&serde_yaml::to_string(&self.entries)?);
+        let tmp = self.path.with_extension(format!("lock.{}.tmp", std::process::id()));
+        std::fs::write(&tmp, text)
+            .and_then(|()| std::fs::rename(&tmp, &self.path))
+            .with_context(|| format!("cannot write the lock {}", self.path.display()))
+    }
+}

@@ -178,7 +178,7 @@ fn run_one(
     // A call that may have written: the session's warm tree starts again
     // rather than trusting inotify alone.
     if plan.may_write {
-        session.warm_tree().clear();
+        crate::caps::fs::WarmTree::clear_in(session);
     }
     Outcome {
         tool: plan.tool.clone(),

@@ -129,7 +129,7 @@ fn sweep_journal(journal: &Path) -> usize {
         let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
             continue;
         };
-        if !path.is_absolute() || !crate::caps::writes::is_write_temporary(name.as_encoded_bytes()) {
+        if !path.is_absolute() || !is_write_temporary(name.as_encoded_bytes()) {
             continue;
         }
         if remove_temporary(dir, name) {
@@ -345,6 +345,29 @@ mod tests {
     use super::*;
 
     #[test]
+    fn only_the_names_writes_make_are_taken_for_their_temporaries() {
+        for _ in 0..100 {
+            let made = temporary_name(std::ffi::OsStr::new("a.txt"));
+            assert!(is_write_temporary(made.as_encoded_bytes()), "{made:?}");
+        }
+        let token = "0123456789abcdef0123456789ABCDEF";
+        for name in [
+            format!("a.txt.iota-{token}.tmp"),
+            format!("..iota-{token}.tmp"),
+            format!(".a.txt.iota-{}.tmp", &token[1..]),
+            format!(".a.txt.iota-{token}x.tmp"),
+            format!(".a.txt.iota-{token}.tmp2"),
+            format!(".a.txt.iotb-{token}.tmp"),
+            ".a.txt.iota-.tmp".to_string(),
+            ".tmp".to_string(),
+            ".gitignore".to_string(),
+        ] {
+            assert!(!is_write_temporary(name.as_bytes()), "{name}");
+        }
+        assert!(is_write_temporary(format!(".x.iota-{token}.tmp").as_bytes()));
+    }
+
+    #[test]
     fn a_scratch_directory_is_swept_only_once_its_maker_is_gone() {
         let temp = tempfile::tempdir().unwrap();
         let temp = temp.path();
@@ -478,4 +501,29 @@ mod tests {
             assert!(!scratch.subdir(shown).unwrap().join(JOURNAL).exists());
         }
     }
+}
+
+/// Whether `name` is a write's temporary name ([`temporary_name`]):
+/// `.`, a name, `.iota-`, 32 hex digits, `.tmp`. Listings of the project
+/// leave these out: a model should not see, read or write the host's
+/// half-made files.
+pub fn is_write_temporary(name: &[u8]) -> bool {
+    const TOKEN: usize = 32;
+    let Some(rest) = name.strip_prefix(b".").and_then(|r| r.strip_suffix(b".tmp")) else {
+        return false;
+    };
+    let Some(split) = rest.len().checked_sub(TOKEN) else {
+        return false;
+    };
+    let (base, token) = rest.split_at(split);
+    token.iter().all(u8::is_ascii_hexdigit) && base.strip_suffix(b".iota-").is_some_and(|file| !file.is_empty())
+}
+
+/// `.NAME.iota-RANDOM.tmp`: beside the file, unguessable, and known as ours.
+/// Listings leave such names out ([`is_write_temporary`]).
+pub fn temporary_name(name: &std::ffi::OsStr) -> std::ffi::OsString {
+    let mut temporary = std::ffi::OsString::from(".");
+    temporary.push(name);
+    temporary.push(format!(".iota-{}.tmp", crate::secret::token()));
+    temporary
 }

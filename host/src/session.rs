@@ -1,41 +1,61 @@
 //! One session: what lasts across the calls of one `call` invocation or one
-//! MCP connection — toolset state (the read ledger) and "allow for this
-//! session" approvals.
+//! MCP connection — toolset state (the read ledger), "allow for this
+//! session" approvals, the session's scratch directory, cancellation — and
+//! the [`Part`]s the layers above keep for themselves in it (the shell's
+//! commands, the filesystem's warm tree), which this module never names.
 
-use crate::shell::jobs::Jobs;
-use crate::shell::run::Running;
+use std::any::{Any, TypeId};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, Weak};
 
-/// Per-session state, shared by every call of the session. Dropping it kills
-/// the session's background jobs and removes its private /tmp.
-#[derive(Debug)]
+/// Per-session state a capability or a set keeps for itself: made on first
+/// use ([`Session::part`]), told when the session's calls are cancelled and
+/// when the session ends.
+pub trait Part: Any + Send + Sync {
+    /// Stops what the session's running calls started (the embedder's
+    /// `cancel`, Esc).
+    fn cancel(&self) {}
+    /// Ends the part's life on the machine (its processes killed, what it
+    /// holds let go), before the scratch directory goes.
+    fn end(&self) {}
+}
+
+/// Something a call started that its cancellation stops (a command's
+/// process tree).
+pub trait Cancellable: Send + Sync {
+    /// Stops it, unless it has ended already.
+    fn cancel(&self);
+}
+
+/// A part made: its type, and the part as `Any` (to hand out typed) and as
+/// a [`Part`] (to cancel and end).
+type Made = (TypeId, Arc<dyn Any + Send + Sync>, Arc<dyn Part>);
+
+/// Per-session state, shared by every call of the session. Dropping it ends
+/// its parts (the shell's jobs are killed) and removes its private /tmp.
 pub struct Session {
     /// Unique in the process: whose turn it is for an instance slot.
     id: u64,
     state: Mutex<HashMap<String, ToolsetState>>,
     approved: Mutex<HashSet<(String, String)>>,
-    jobs: Arc<Jobs>,
     /// The session's directory under the system temp directory: its
     /// private /tmp and its job logs (`scratch.rs`).
     scratch: Mutex<Option<crate::scratch::Scratch>>,
     /// Set by [`Session::end`]: no scratch directory is made after it.
     ended: std::sync::atomic::AtomicBool,
-    /// The hold on the project's placeholders, once a sandbox bound them.
-    #[cfg(unix)]
-    placeholders: Mutex<Option<crate::shell::placeholders::Placeholders>>,
-    /// Bytes the session's command logs may still take on the host.
-    log_budget: OnceLock<Arc<AtomicU64>>,
-    /// The repositories below the root, kept up to date between sandbox starts.
-    #[cfg(unix)]
-    repositories: Mutex<crate::protected::RepositoryIndex>,
-    foreground: Mutex<Vec<std::sync::Weak<Running>>>,
     cancellations: AtomicU64,
     /// Worker tasks the session's calls have submitted (`caps/workers.rs`).
     tasks: AtomicU64,
-    warm_tree: crate::caps::fs::WarmTree,
+    /// The parts made so far, in the order they were made.
+    parts: Mutex<Vec<Made>>,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("id", &self.id).finish_non_exhaustive()
+    }
 }
 
 /// What one toolset keeps in one session (`iota:toolset/session`).
@@ -76,18 +96,11 @@ impl Default for Session {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             state: Mutex::default(),
             approved: Mutex::default(),
-            jobs: Jobs::new(),
             scratch: Mutex::default(),
             ended: Default::default(),
-            #[cfg(unix)]
-            placeholders: Mutex::default(),
-            #[cfg(unix)]
-            repositories: Mutex::default(),
-            log_budget: OnceLock::new(),
-            foreground: Mutex::default(),
             cancellations: AtomicU64::new(0),
             tasks: AtomicU64::new(0),
-            warm_tree: crate::caps::fs::WarmTree::default(),
+            parts: Mutex::default(),
         }
     }
 }
@@ -110,16 +123,13 @@ impl Session {
     }
 
     /// Ends the session's life on the machine, whoever still holds it (a
-    /// server told to stop by a signal): its commands killed, then its
-    /// placeholders and its scratch directory (private /tmp, job logs)
-    /// removed. Done again, it does nothing more.
+    /// server told to stop by a signal): its parts ended (the shell's
+    /// commands killed, its placeholders let go), then its scratch directory
+    /// (private /tmp, job logs) removed. Done again, it does nothing more.
     pub fn end(&self) {
-        // Killed, and gone: an iota child among them lets go of its
-        // scratch directory only when it has exited.
-        self.jobs.kill_all_and_wait(std::time::Duration::from_secs(2));
-        // After the jobs: the last session on the project removes them.
-        #[cfg(unix)]
-        drop(self.placeholders.lock().unwrap_or_else(|e| e.into_inner()).take());
+        for part in self.made_parts() {
+            part.end();
+        }
         {
             // Under the lock: no call still running makes a new one after this.
             let mut scratch = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
@@ -130,22 +140,28 @@ impl Session {
         crate::scratch::sweep(&std::env::temp_dir());
     }
 
-    /// The directory listings this session's searches have read, kept true
-    /// while it lasts (`caps/fs/warm.rs`).
-    pub fn warm_tree(&self) -> &crate::caps::fs::WarmTree {
-        &self.warm_tree
+    /// The session's part of type `P`, made now if it is the first use.
+    pub fn part<P: Part + Default>(&self) -> Arc<P> {
+        let mut parts = self.parts.lock().unwrap_or_else(|e| e.into_inner());
+        let found = parts.iter().find(|(id, ..)| *id == TypeId::of::<P>());
+        if let Some(part) = found.and_then(|(_, any, _)| any.clone().downcast::<P>().ok()) {
+            return part;
+        }
+        let made = Arc::new(P::default());
+        parts.push((TypeId::of::<P>(), made.clone(), made.clone()));
+        made
     }
 
-    /// The session's background jobs and their notices.
-    pub fn jobs(&self) -> &Arc<Jobs> {
-        &self.jobs
+    /// The session's part of type `P`, if one was made.
+    pub fn existing_part<P: Part>(&self) -> Option<Arc<P>> {
+        let parts = self.parts.lock().unwrap_or_else(|e| e.into_inner());
+        let (_, any, _) = parts.iter().find(|(id, ..)| *id == TypeId::of::<P>())?;
+        any.clone().downcast::<P>().ok()
     }
 
-    /// Remembers a foreground command, so that cancelling the call stops it.
-    pub fn track_foreground(&self, running: &Arc<Running>) {
-        let mut foreground = self.foreground.lock().unwrap();
-        foreground.retain(|r| r.strong_count() > 0);
-        foreground.push(Arc::downgrade(running));
+    fn made_parts(&self) -> Vec<Arc<dyn Part>> {
+        let parts = self.parts.lock().unwrap_or_else(|e| e.into_inner());
+        parts.iter().map(|(.., part)| part.clone()).collect()
     }
 
     /// Cancels every call of the session running now (the embedder's
@@ -153,10 +169,8 @@ impl Session {
     pub fn cancel_foreground(&self) {
         // Components in flight see the count move at their next epoch tick.
         self.cancellations.fetch_add(1, Ordering::SeqCst);
-        for running in self.foreground.lock().unwrap().drain(..).filter_map(|r| r.upgrade()) {
-            if running.ending().is_none() {
-                running.stop(crate::shell::run::Ending::Cancelled);
-            }
+        for part in self.made_parts() {
+            part.cancel();
         }
     }
 
@@ -226,44 +240,6 @@ impl Session {
         let _ = self.with_scratch(|scratch| scratch.note_temporary(&dir.join(temporary)));
     }
 
-    /// `paths` (relative to `project`'s root) made to exist for the
-    /// sandbox to bind read-only: a missing one gets an empty directory,
-    /// removed when the last session on the project ends if still empty
-    /// (`shell/placeholders.rs`), so a sandboxed command cannot create it
-    /// (`git init` at a root without a repository, then a hook in it; a
-    /// submodule's `.git`). Returns those that exist; `Err` where the
-    /// session cannot hold its root's lock, without which none is made.
-    #[cfg(unix)]
-    pub fn protect(
-        &self,
-        project: &Arc<crate::project::ProjectRoot>,
-        paths: &[PathBuf],
-    ) -> std::io::Result<Vec<PathBuf>> {
-        let mut held = self.placeholders.lock().unwrap_or_else(|e| e.into_inner());
-        if held.is_none() {
-            *held = Some(crate::shell::placeholders::Placeholders::hold(project)?);
-        }
-        Ok(held.as_ref().map_or_else(Vec::new, |held| held.ensure(paths)))
-    }
-
-    /// What the session's command logs may still take on the host,
-    /// together: [`crate::shell::run::SESSION_LOGS`] times `own`, one
-    /// command's cap, from the first command on.
-    pub fn log_budget(&self, own: u64) -> Arc<AtomicU64> {
-        self.log_budget
-            .get_or_init(|| Arc::new(AtomicU64::new(own.saturating_mul(crate::shell::run::SESSION_LOGS))))
-            .clone()
-    }
-
-    /// Every repository's own directory below `root` now (a `.git` anywhere,
-    /// a bare layout) and the submodules their indexes record, for the
-    /// sandbox to keep read-only: walked once in the session, then only
-    /// what changed (`protected::RepositoryIndex`).
-    #[cfg(unix)]
-    pub fn repositories(&self, root: &std::path::Path) -> Result<crate::protected::Repositories, String> {
-        self.repositories.lock().unwrap().refresh(root)
-    }
-
     /// The value `set` stored under `key`. Each toolset sees only its own keys.
     pub fn get(&self, set: &str, key: &str) -> Option<Vec<u8>> {
         self.state.lock().unwrap().get(set)?.values.get(key).cloned()
@@ -310,7 +286,7 @@ impl Session {
 #[derive(Debug, Default)]
 pub struct CallCancel {
     cancelled: std::sync::atomic::AtomicBool,
-    commands: Mutex<Vec<std::sync::Weak<Running>>>,
+    commands: Mutex<Vec<Weak<dyn Cancellable>>>,
 }
 
 impl CallCancel {
@@ -318,10 +294,8 @@ impl CallCancel {
     pub fn cancel(&self) {
         self.cancelled.store(true, Ordering::SeqCst);
         let commands = std::mem::take(&mut *self.commands.lock().unwrap_or_else(|e| e.into_inner()));
-        for running in commands.iter().filter_map(std::sync::Weak::upgrade) {
-            if running.ending().is_none() {
-                running.stop(crate::shell::run::Ending::Cancelled);
-            }
+        for command in commands.iter().filter_map(Weak::upgrade) {
+            command.cancel();
         }
     }
 
@@ -332,13 +306,12 @@ impl CallCancel {
 
     /// Remembers a command the call runs, so that cancelling the call stops
     /// it; one started after the cancel stops at once.
-    pub fn track(&self, running: &Arc<Running>) {
-        self.commands
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(Arc::downgrade(running));
-        if self.is_cancelled() && running.ending().is_none() {
-            running.stop(crate::shell::run::Ending::Cancelled);
+    pub fn track<C: Cancellable + 'static>(&self, command: &Arc<C>) {
+        let weak: Weak<C> = Arc::downgrade(command);
+        let weak: Weak<dyn Cancellable> = weak;
+        self.commands.lock().unwrap_or_else(|e| e.into_inner()).push(weak);
+        if self.is_cancelled() {
+            command.cancel();
         }
     }
 }

@@ -27,6 +27,7 @@ pub mod sandbox;
 mod sandboxed;
 #[cfg(target_os = "linux")]
 pub mod seccomp;
+pub mod session;
 
 use crate::caps::ui::Ui;
 use crate::project::ProjectRoot;
@@ -41,6 +42,7 @@ use run::{Ending, Launch, Running};
 use sandbox::Sandbox;
 use schemars::JsonSchema;
 use serde::Deserialize;
+use session::ShellSession;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -342,7 +344,8 @@ impl ShellToolset {
         // at the next start of a host.
         crate::scratch::sweep_soon(&std::env::temp_dir());
         // The log directory first: the sandbox shows it only if it exists.
-        let id = session.jobs().next_id();
+        let commands = ShellSession::of(session);
+        let id = commands.jobs().next_id();
         let log = session
             .jobs_dir()
             .map_err(|e| format!("failed to run: {e}"))?
@@ -352,7 +355,7 @@ impl ShellToolset {
             .map_err(|e| format!("failed to run: {e}"))?;
         let log_cap = run::LogCap {
             own: self.config.max_log,
-            session: session.log_budget(self.config.max_log),
+            session: commands.log_budget(self.config.max_log),
         };
         let running = Running::start(launch, cwd, log.clone(), log_cap, timeout, contained)
             .map_err(|e| format!("failed to run: {e}"))?;
@@ -456,7 +459,8 @@ impl ShellToolset {
         let timeout = parse_timeout(args).map_err(fail)?;
         let background = args.background.unwrap_or(false);
         let cwd = &planned.cwd;
-        let jobs = session.jobs();
+        let commands = ShellSession::of(session);
+        let jobs = commands.jobs();
         if background && !jobs.has_room() {
             return Err(fail(format!(
                 "too many background jobs running ({}); wait for one to finish",
@@ -475,7 +479,7 @@ impl ShellToolset {
             ));
         }
         let room = jobs.has_room();
-        session.track_foreground(&running);
+        commands.track_foreground(&running);
         call.cancel().track(&running);
         let ending = running.wait(if room { Some(YIELD_AFTER) } else { None });
         let Some(ending) = ending else {
@@ -506,14 +510,12 @@ impl ShellToolset {
     }
 }
 
-impl ShellToolset {
+impl crate::caps::process::CommandRunner for ShellToolset {
     /// Runs a command line for a component granted `process`: the shell set's
     /// sandbox and approval rules, waited for to the end (never a background
     /// job). The iota exception is the model's alone: a component's command
-    /// never leaves the sandbox. Returns the capped output and the exit code
-    /// (none when it was killed). `cancel`, the calling tool call's own
-    /// cancellation, stops the command too.
-    pub fn run_for_component(
+    /// never leaves the sandbox.
+    fn run_for_component(
         &self,
         session: &Arc<Session>,
         ui: &Arc<dyn Ui>,
@@ -537,7 +539,7 @@ impl ShellToolset {
             Regime::Unsandboxed
         };
         let Started { running, log, .. } = self.start(session, line, &cwd, &regime, timeout)?;
-        session.track_foreground(&running);
+        ShellSession::of(session).track_foreground(&running);
         if let Some(cancel) = cancel {
             cancel.track(&running);
         }

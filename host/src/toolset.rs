@@ -18,10 +18,7 @@ use crate::session::{CallCancel, Session};
 use std::any::Any;
 use std::sync::Arc;
 
-/// Whether a tool asks before it runs (WIT `types.approval`; named for
-/// what it is here, beside the user's answer, [`crate::caps::ui::Approval`]).
-pub use crate::caps::bindings::iota::toolset::types::Approval as ApprovalRule;
-pub use crate::caps::bindings::iota::toolset::types::{Presentation, ToolResult, ToolSpec};
+pub use crate::wit::{ApprovalRule, Presentation, ToolResult, ToolSpec};
 
 /// A loaded, configured toolset.
 pub trait Toolset: Send + Sync {
@@ -216,38 +213,5 @@ impl Cleared {
     /// The call's own cancellation.
     pub fn cancel(&self) -> &Arc<CallCancel> {
         &self.cancel
-    }
-}
-
-impl ToolResult {
-    /// A failed call whose header is the tool's name.
-    pub fn failure(tool: &str, text: impl Into<String>) -> ToolResult {
-        ToolResult {
-            text: text.into(),
-            is_error: true,
-            header: tool.to_string(),
-            diff: None,
-        }
-    }
-}
-
-impl Presentation {
-    /// The word used in `--json` output and docs.
-    pub fn word(self) -> &'static str {
-        match self {
-            Presentation::Group => "group",
-            Presentation::Expanded => "expanded",
-            Presentation::Surface => "surface",
-        }
-    }
-}
-
-impl ApprovalRule {
-    /// The word used in `--json` output and docs.
-    pub fn word(self) -> &'static str {
-        match self {
-            ApprovalRule::Never => "never",
-            ApprovalRule::Required => "required",
-        }
     }
 }

@@ -4,9 +4,8 @@
 //! isolated and parallel-safe and all state lives in the host.
 
 use crate::admission::{Slot, SlotKind};
-use crate::caps::bindings::ToolsetHostPre;
-use crate::caps::bindings::iota::toolset::types::Context;
 use crate::caps::fs::{self, FsAccess};
+use crate::caps::process::CommandRunner;
 use crate::caps::ui::Ui;
 use crate::caps::workers::{NewWorker, Workers};
 use crate::caps::writes::CallWrite;
@@ -17,8 +16,9 @@ use crate::description::{self, Tool};
 use crate::engine::Engine;
 use crate::project::ProjectRoot;
 use crate::session::{CallCancel, Session, StateFull};
-use crate::shell::ShellToolset;
 use crate::toolset::{ApprovalRule, Arguments, CallPlan, Cleared, Resolved, ToolResult, Toolset};
+use crate::wit::ToolsetHostPre;
+use crate::wit::iota::toolset::types::Context;
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
@@ -58,7 +58,7 @@ pub struct WasmToolset {
     limits: Limits,
     config: String,
     tools: Vec<Tool>,
-    process: Option<Arc<ShellToolset>>,
+    process: Option<Arc<dyn CommandRunner>>,
     read_dirs: Vec<PathBuf>,
 }
 
@@ -79,7 +79,7 @@ pub struct LoadOptions {
     /// Directories beyond the root it may read (preopened read-only).
     pub read_dirs: Vec<PathBuf>,
     /// The runner behind `process`; used only when it is granted.
-    pub process: Option<Arc<ShellToolset>>,
+    pub process: Option<Arc<dyn CommandRunner>>,
 }
 
 impl WasmToolset {
@@ -273,7 +273,7 @@ impl WasmToolset {
         ui: &Arc<dyn Ui>,
         access: FsAccess,
         role: Role,
-        f: impl FnOnce(&crate::caps::bindings::ToolsetHost, &mut Store<CallState>, &Context) -> wasmtime::Result<R>,
+        f: impl FnOnce(&crate::wit::ToolsetHost, &mut Store<CallState>, &Context) -> wasmtime::Result<R>,
     ) -> Result<R, String> {
         let mut instance = self.instantiate(session, ui, access, role)?;
         self.call(&mut instance, f)
@@ -425,7 +425,7 @@ impl WasmToolset {
     fn call<R>(
         &self,
         instance: &mut Instance,
-        f: impl FnOnce(&crate::caps::bindings::ToolsetHost, &mut Store<CallState>, &Context) -> wasmtime::Result<R>,
+        f: impl FnOnce(&crate::wit::ToolsetHost, &mut Store<CallState>, &Context) -> wasmtime::Result<R>,
     ) -> Result<R, String> {
         let ctx = self.context();
         f(&instance.bindings, &mut instance.store, &ctx)
@@ -574,7 +574,7 @@ const MAX_HANDLES: usize = 256;
 /// stderr go to.
 struct Instance {
     store: Store<CallState>,
-    bindings: crate::caps::bindings::ToolsetHost,
+    bindings: crate::wit::ToolsetHost,
     stdout: MemoryOutputPipe,
     stderr: MemoryOutputPipe,
     /// Given back after the store (and its pooled instance) is gone.

@@ -13,10 +13,6 @@ pub const CALL_SLOTS: usize = 24;
 /// Instances worker tasks may have alive at once, across calls.
 pub const TASK_SLOTS: usize = 24;
 
-// The pool has room for both, and to spare for components with more than one
-// memory or table per instance.
-const _: () = assert!(CALL_SLOTS + TASK_SLOTS <= crate::engine::POOLED_INSTANCES as usize);
-
 /// Which slots an instance takes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum SlotKind {

@@ -10,10 +10,8 @@
 //! which is stricter than the spec's lexical jail and is kept deliberately.
 
 use super::CallState;
-use super::bindings::iota::toolset::files::{
-    Content, Entry, EntryStat, FileHead, HeadError, Host, Kind, PackedListing,
-};
 use crate::project::ProjectRoot;
+use crate::wit::iota::toolset::files::{Content, Entry, EntryStat, FileHead, HeadError, Host, Kind, PackedListing};
 use anyhow::{Context as _, Result};
 #[cfg(unix)]
 use cap_primitives::fs::OpenOptionsExt;
@@ -34,6 +32,25 @@ mod contents;
 mod warm;
 use contents::{NeedleTrigrams, Version};
 pub use warm::{MAX_ENTRIES as MAX_WARM_ENTRIES, WarmTree};
+
+/// The warm tree is the filesystem's part of a session: the directory
+/// listings the session's searches have read, kept true while it lasts.
+impl crate::session::Part for WarmTree {}
+
+impl WarmTree {
+    /// `session`'s warm tree.
+    pub fn of(session: &crate::session::Session) -> std::sync::Arc<WarmTree> {
+        session.part()
+    }
+
+    /// Forgets what `session`'s warm tree holds (after a call that may have
+    /// written), if it has one.
+    pub fn clear_in(session: &crate::session::Session) {
+        if let Some(tree) = session.existing_part::<WarmTree>() {
+            tree.clear();
+        }
+    }
+}
 
 /// What a warm tree holds and has served, for tests and benchmarks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -236,7 +253,7 @@ impl Host for CallState {
     fn read_files(&mut self, paths: Vec<String>, max_size: u64) -> Vec<Content> {
         // Without needles every answer is `Some`.
         let cap = file_cap(max_size, self.limiter.max);
-        read_answer(&self.files.roots, paths, cap, None, self.session.warm_tree())
+        read_answer(&self.files.roots, paths, cap, None, &WarmTree::of(&self.session))
             .into_iter()
             .flatten()
             .collect()
@@ -258,7 +275,7 @@ impl Host for CallState {
             paths,
             cap,
             Needles::cached(last, needles, fold_case),
-            self.session.warm_tree(),
+            &WarmTree::of(&self.session),
         )
     }
 
@@ -305,9 +322,7 @@ impl CallState {
             open_listable(root, relative)
         };
         let above: Option<&warm::OpenAbove> = if start { Some(&open_above) } else { None };
-        self.session
-            .warm_tree()
-            .list(root, dir, || open_listable(root, relative), list_opened, above)
+        WarmTree::of(&self.session).list(root, dir, || open_listable(root, relative), list_opened, above)
     }
 }
 
@@ -453,7 +468,7 @@ fn list_opened(dir: Listable) -> Result<Vec<Entry>, String> {
         };
         // A write's temporary file is the host's own, for microseconds (or
         // until the next start sweeps what a killed host left).
-        if kind == Kind::File && super::writes::is_write_temporary(name) {
+        if kind == Kind::File && crate::scratch::is_write_temporary(name) {
             continue;
         }
         listed.push(Entry {
@@ -483,7 +498,7 @@ fn list_opened(held: Listable) -> Result<Vec<Entry>, String> {
             Ok(meta) if meta.is_file() => Kind::File,
             _ => Kind::Other,
         };
-        if kind == Kind::File && super::writes::is_write_temporary(name.as_encoded_bytes()) {
+        if kind == Kind::File && crate::scratch::is_write_temporary(name.as_encoded_bytes()) {
             continue;
         }
         listed.push(Entry {

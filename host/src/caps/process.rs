@@ -5,10 +5,30 @@
 //! it has the set, the defaults (sandboxed, network blocked) otherwise.
 
 use super::CallState;
-use super::bindings::iota::toolset::process::{Command, Host, Output};
 use super::ui::Ui;
+use crate::session::{CallCancel, Session};
+use crate::wit::iota::toolset::process::{Command, Host, Output};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// What runs a component's commands: the shell set, with its sandbox and
+/// approval rules (`ShellToolset` implements it; the capability never names
+/// the shell).
+pub trait CommandRunner: Send + Sync {
+    /// Runs `line` in `cwd` (relative to the root) for a component, waited
+    /// for to the end within `timeout`; `cancel`, the calling tool call's own
+    /// cancellation, stops it too. Returns the capped output and the exit
+    /// code (none when it was killed), or why it did not run.
+    fn run_for_component(
+        &self,
+        session: &Arc<Session>,
+        ui: &Arc<dyn Ui>,
+        line: &str,
+        cwd: Option<&str>,
+        timeout: Option<Duration>,
+        cancel: Option<&CallCancel>,
+    ) -> Result<(String, Option<i32>), String>;
+}
 
 impl Host for CallState {
     fn run(&mut self, cmd: Command) -> wasmtime::Result<Result<Output, String>> {
@@ -17,7 +37,7 @@ impl Host for CallState {
         self.answered();
         // A command may have written anywhere it can: nothing the session
         // kept of the tree is taken on trust afterwards.
-        self.session.warm_tree().clear();
+        super::fs::WarmTree::clear_in(&self.session);
         // The command's approval was left for a retry of the call: nothing
         // after it may run on the refusal it got.
         if self.ui.suspended() {

@@ -2,7 +2,7 @@
 //! set can never read another's keys.
 
 use super::CallState;
-use super::bindings::iota::toolset::session::Host;
+use crate::wit::iota::toolset::session::Host;
 
 impl Host for CallState {
     fn get(&mut self, key: String) -> Option<Vec<u8>> {

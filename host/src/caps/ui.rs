@@ -13,7 +13,7 @@ pub mod scripted;
 pub mod terminal;
 
 use super::CallState;
-use super::bindings::iota::toolset::ui::{Answer, Host, Question};
+use crate::wit::iota::toolset::ui::{Answer, Host, Question};
 pub use scripted::ScriptedUi;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -33,8 +33,8 @@
 //!   blocking stream calls (`blocking-read`, `blocking-flush`) that are not
 //!   replaced here from waiting on a peer.
 
-use super::writes::is_write_temporary;
 use super::{CallState, Stopper};
+use crate::scratch::is_write_temporary;
 use cap_primitives::fs::FollowSymlinks;
 #[cfg(unix)]
 use cap_primitives::fs::OpenOptionsExt;

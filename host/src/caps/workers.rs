@@ -12,7 +12,7 @@
 //! epoch tick.
 
 use super::CallState;
-use super::bindings::iota::toolset::workers::Host;
+use crate::wit::iota::toolset::workers::Host;
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};

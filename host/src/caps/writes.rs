@@ -25,8 +25,8 @@
 //! sandbox, could, and it could write `.git/config` itself.
 
 use super::CallState;
-use super::bindings::iota::toolset::writes::{Current, Host, Refusal, Version};
 use crate::project::ProjectRoot;
+use crate::wit::iota::toolset::writes::{Current, Host, Refusal, Version};
 use std::ffi::{OsStr, OsString};
 use std::io::Read as _;
 use std::path::{Component, Path, PathBuf};
@@ -377,31 +377,6 @@ fn too_long() -> Unresolved {
 /// write left (a write's own exists for microseconds).
 const STALE: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// Whether `name` is a write's temporary name ([`temporary_name`]):
-/// `.`, a name, `.iota-`, 32 hex digits, `.tmp`. Listings of the project
-/// leave these out: a model should not see, read or write the host's
-/// half-made files.
-pub fn is_write_temporary(name: &[u8]) -> bool {
-    const TOKEN: usize = 32;
-    let Some(rest) = name.strip_prefix(b".").and_then(|r| r.strip_suffix(b".tmp")) else {
-        return false;
-    };
-    let Some(split) = rest.len().checked_sub(TOKEN) else {
-        return false;
-    };
-    let (base, token) = rest.split_at(split);
-    token.iter().all(u8::is_ascii_hexdigit) && base.strip_suffix(b".iota-").is_some_and(|file| !file.is_empty())
-}
-
-/// `.NAME.iota-RANDOM.tmp`: beside the file, unguessable, and known as ours.
-/// Listings leave such names out ([`is_write_temporary`]).
-pub(crate) fn temporary_name(name: &OsStr) -> OsString {
-    let mut temporary = OsString::from(".");
-    temporary.push(name);
-    temporary.push(format!(".iota-{}.tmp", crate::secret::token()));
-    temporary
-}
-
 /// Reads the link `name` in `dir` and queues its target's components to be
 /// walked from `dir`; an absolute target is outside (the preopen refuses
 /// those, even pointing back in).
@@ -522,7 +497,6 @@ impl Host for CallState {
 #[cfg(all(test, unix))]
 mod tests {
     use super::*;
-    use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::symlink;
 
     fn project() -> (tempfile::TempDir, PathBuf) {
@@ -691,29 +665,6 @@ mod tests {
             Err(WriteError::BecameProtected)
         ));
         assert!(!root.join("x/config").exists());
-    }
-
-    #[test]
-    fn only_the_names_writes_make_are_taken_for_their_temporaries() {
-        for _ in 0..100 {
-            let made = temporary_name(OsStr::new("a.txt"));
-            assert!(is_write_temporary(made.as_bytes()), "{made:?}");
-        }
-        let token = "0123456789abcdef0123456789ABCDEF";
-        for name in [
-            format!("a.txt.iota-{token}.tmp"),
-            format!("..iota-{token}.tmp"),
-            format!(".a.txt.iota-{}.tmp", &token[1..]),
-            format!(".a.txt.iota-{token}x.tmp"),
-            format!(".a.txt.iota-{token}.tmp2"),
-            format!(".a.txt.iotb-{token}.tmp"),
-            ".a.txt.iota-.tmp".to_string(),
-            ".tmp".to_string(),
-            ".gitignore".to_string(),
-        ] {
-            assert!(!is_write_temporary(name.as_bytes()), "{name}");
-        }
-        assert!(is_write_temporary(format!(".x.iota-{token}.tmp").as_bytes()));
     }
 
     #[test]

@@ -66,11 +66,6 @@ impl CappedOutput {
         self.total += chunk.len() as u64;
     }
 
-    /// Whether nothing was written.
-    pub fn is_empty(&self) -> bool {
-        self.total == 0
-    }
-
     /// Lines written so far (a final line without a newline counts).
     pub fn lines(&self) -> u64 {
         let partial = self.total > 0 && self.tail.back() != Some(&b'\n');

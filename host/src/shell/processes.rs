@@ -43,14 +43,6 @@ impl Bound {
         Bound::Rlimit(user_tasks().saturating_add(max))
     }
 
-    /// The cgroup's directory, when the bound is one.
-    pub fn dir(&self) -> Option<&Path> {
-        match self {
-            Bound::Cgroup { dir, .. } => Some(dir),
-            _ => None,
-        }
-    }
-
     /// The `cgroup.procs` descriptor the child writes itself into.
     pub fn take_procs(&mut self) -> Option<OwnedFd> {
         match self {

@@ -67,8 +67,6 @@ pub struct Running {
     /// killing its leader then kills them all, and no sweep is needed.
     #[cfg_attr(windows, allow(dead_code))]
     contained: bool,
-    /// The pids cgroup every process it starts is in, when it has one.
-    cgroup: Option<PathBuf>,
     /// The job every process of the command is in (Windows).
     #[cfg(windows)]
     job: Option<crate::platform::windows::Job>,
@@ -161,7 +159,9 @@ fn close_others_on_exec() {
 pub struct Launch {
     /// The program and its arguments (`argv[0]` is the program to execute).
     pub argv: Vec<OsString>,
-    /// What the program sees as its `argv[0]`, when not the program path.
+    /// What the program sees as its `argv[0]`, when not the program path
+    /// (an iota line's, Unix only).
+    #[cfg_attr(windows, allow(dead_code))]
     pub arg0: Option<OsString>,
     /// The whole environment; `None` inherits the host's.
     pub env: Option<Vec<(OsString, OsString)>>,
@@ -198,14 +198,6 @@ pub struct LogCap {
 }
 
 impl LogCap {
-    /// No bound (a test's, an embedder's own use).
-    pub fn unbounded() -> LogCap {
-        LogCap {
-            own: u64::MAX,
-            session: Arc::new(std::sync::atomic::AtomicU64::new(u64::MAX)),
-        }
-    }
-
     /// How much of `n` more bytes, after `kept`, may be written: taken from
     /// the session's allowance.
     fn take(&self, kept: u64, n: u64) -> u64 {
@@ -276,7 +268,6 @@ impl Running {
             log,
             marker,
             contained,
-            cgroup: spawned.cgroup,
             #[cfg(windows)]
             job: spawned.job,
             state: Mutex::new(State::default()),
@@ -400,16 +391,6 @@ impl Running {
         }
     }
 
-    /// Every process of the command now, by its cgroup (host pids); none
-    /// without one.
-    pub fn processes(&self) -> Vec<i32> {
-        self.cgroup
-            .as_ref()
-            .and_then(|dir| std::fs::read_to_string(dir.join("cgroup.procs")).ok())
-            .map(|procs| procs.lines().filter_map(|l| l.trim().parse().ok()).collect())
-            .unwrap_or_default()
-    }
-
     /// Asks the watcher to stop the command, recording why.
     pub fn stop(&self, why: Ending) {
         let mut stop = self.stop.lock().unwrap();
@@ -442,11 +423,6 @@ impl Running {
     pub fn output(&self) -> String {
         self.state.lock().unwrap().output.render()
     }
-
-    /// Whether it printed anything.
-    pub fn printed_anything(&self) -> bool {
-        !self.state.lock().unwrap().output.is_empty()
-    }
 }
 
 /// PIDs of live processes whose environment carries `MARKER_VAR=marker`.
@@ -471,8 +447,6 @@ fn marked_processes(marker: &str) -> Vec<i32> {
 /// A spawned command and what holds its processes.
 struct Spawned {
     child: Child,
-    /// Its pids cgroup's directory, when it has one.
-    cgroup: Option<PathBuf>,
     /// What bounds its processes, kept until it ends.
     processes: Processes,
     /// Its job (Windows).
@@ -506,7 +480,6 @@ fn spawn(mut command: Command, launch: &mut Launch) -> std::io::Result<Spawned> 
     }
     let inherit: Vec<i32> = launch.inherit.iter().map(|fd| fd.as_raw_fd()).collect();
     let mut processes = launch.processes.take();
-    let cgroup_dir = processes.as_ref().and_then(|p| p.dir().map(Path::to_path_buf));
     let cgroup_procs = processes.as_mut().and_then(|p| p.take_procs());
     let cgroup = cgroup_procs.as_ref().map(|fd| fd.as_raw_fd());
     let max_processes = processes.as_ref().and_then(|p| p.rlimit());
@@ -563,11 +536,7 @@ fn spawn(mut command: Command, launch: &mut Launch) -> std::io::Result<Spawned> 
     drop(command);
     launch.inherit.clear();
     drop(cgroup_procs);
-    Ok(Spawned {
-        child,
-        cgroup: cgroup_dir,
-        processes,
-    })
+    Ok(Spawned { child, processes })
 }
 
 /// Spawns `command` with no console window of its own, in a new process
@@ -586,7 +555,6 @@ fn spawn(mut command: Command, _launch: &mut Launch) -> std::io::Result<Spawned>
         .filter(|job| job.assign(&child).is_ok());
     Ok(Spawned {
         child,
-        cgroup: None,
         processes: (),
         job,
     })

@@ -28,7 +28,9 @@ impl ShellToolset {
         let handle = self.project.handle();
         let cache = self.cache_mount();
         let (home_only, hidden) = self.home_view(home.as_deref(), cache.as_ref());
-        let repositories = session.repositories(&handle).map_err(std::io::Error::other)?;
+        let repositories = super::ShellSession::of(session)
+            .repositories(&handle)
+            .map_err(std::io::Error::other)?;
         static SAID: std::sync::Mutex<std::collections::BTreeSet<PathBuf>> =
             std::sync::Mutex::new(std::collections::BTreeSet::new());
         let mut said = SAID.lock().unwrap_or_else(|e| e.into_inner());
@@ -71,7 +73,7 @@ impl ShellToolset {
                     .map(|sub| sub.join(crate::protected::GIT_DIR)),
             )
             .collect();
-        let protected: Vec<PathBuf> = session
+        let protected: Vec<PathBuf> = super::ShellSession::of(session)
             .protect(&self.project, &protect)?
             .into_iter()
             .map(|rel| self.root.join(rel))

@@ -90,7 +90,7 @@ pub struct Version {
 
 impl Version {
     /// The version `meta` (of an opened regular file) describes.
-    #[cfg(unix)]
+    #[cfg(target_os = "linux")]
     pub fn of(meta: &std::fs::Metadata) -> Version {
         use std::os::unix::fs::MetadataExt;
         Version {
@@ -99,21 +99,6 @@ impl Version {
             size: meta.size(),
             modified: (meta.mtime(), meta.mtime_nsec()),
             changed: (meta.ctime(), meta.ctime_nsec()),
-        }
-    }
-
-    /// The version `meta` describes, on Windows: no change time, so it is
-    /// never learned from ([`Version::learnable`]), only compared.
-    #[cfg(windows)]
-    pub fn of(meta: &std::fs::Metadata) -> Version {
-        use std::os::windows::fs::MetadataExt;
-        let written = meta.last_write_time() as i64;
-        Version {
-            dev: 0,
-            ino: 0,
-            size: meta.file_size(),
-            modified: (written, 0),
-            changed: (written, 0),
         }
     }
 
@@ -152,12 +137,6 @@ impl Version {
     pub fn learnable(file: &std::fs::File) -> bool {
         use nix::sys::statfs::{EXT4_SUPER_MAGIC, XFS_SUPER_MAGIC, fstatfs};
         fstatfs(file).is_ok_and(|fs| [EXT4_SUPER_MAGIC, XFS_SUPER_MAGIC].contains(&fs.filesystem_type()))
-    }
-
-    /// Elsewhere than Linux no filesystem is known to report every change.
-    #[cfg(not(target_os = "linux"))]
-    pub fn learnable(_file: &std::fs::File) -> bool {
-        false
     }
 
     /// Nothing is learned where no filesystem is [`Version::learnable`].

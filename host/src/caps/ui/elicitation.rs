@@ -8,7 +8,7 @@
 //! can be asked.
 
 use super::{Approval, ApprovalRequest, Ui};
-use crate::caps::bindings::iota::toolset::ui::{Answer, Question};
+use crate::wit::iota::toolset::ui::{Answer, Question};
 use rmcp::model::{ClientResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ServerRequest};
 use rmcp::service::{PeerRequestOptions, RequestContext, RoleServer};
 use serde_json::{Map, Value, json};

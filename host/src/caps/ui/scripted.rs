@@ -8,7 +8,7 @@
 //! a list of labels, or `{"selected": [...], "custom": "..."}`.
 
 use super::{Approval, ApprovalRequest, Ui};
-use crate::caps::bindings::iota::toolset::ui::{Answer, Question};
+use crate::wit::iota::toolset::ui::{Answer, Question};
 use anyhow::{Context as _, Result, bail};
 use serde_json::Value;
 use std::collections::VecDeque;

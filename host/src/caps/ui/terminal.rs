@@ -2,8 +2,8 @@
 //! driven by the arrow keys, Space (multi-select), Enter and Esc.
 
 use super::{Approval, ApprovalRequest, Ui};
-use crate::caps::bindings::iota::toolset::ui::{Answer, Question};
 use crate::present::inert;
+use crate::wit::iota::toolset::ui::{Answer, Question};
 use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use crossterm::style::Stylize;
 use crossterm::{cursor, execute, terminal};

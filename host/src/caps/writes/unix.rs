@@ -2,7 +2,8 @@
 //! each entered with `O_NOFOLLOW`, the new file unnamed (`O_TMPFILE`) where
 //! the filesystem allows, put in place by `linkat`/`renameat2`.
 
-use super::{Entry, Version, WriteError, is_write_temporary, same_version, temporary_name};
+use super::{Entry, Version, WriteError, same_version};
+use crate::scratch::{is_write_temporary, temporary_name};
 use rustix::fs::{AtFlags, CWD, FileType, Mode, OFlags, RenameFlags};
 use rustix::io::Errno;
 use std::ffi::{OsStr, OsString};

@@ -6,8 +6,9 @@
 //! and put in place by a hard link (where nothing may be) or a rename over
 //! it (where something is expected).
 
-use super::{Entry, Version, WriteError, is_write_temporary, same_version, temporary_name, version_of};
+use super::{Entry, Version, WriteError, same_version, version_of};
 use crate::platform::windows::{HeldDir, is_link_refusal, is_reparse_point, open_no_reparse};
+use crate::scratch::{is_write_temporary, temporary_name};
 use std::ffi::OsStr;
 use std::fs::OpenOptions;
 use std::io::Write as _;

@@ -30,9 +30,9 @@ use oci_client::{Client, Reference};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::{Lock, Locked, Store, Stored};
 use crate::config::{Config, Source};
 use crate::engine::Engine;
+use crate::registry::{Lock, Locked, Store, Stored};
 
 /// An OCI image manifest.
 const MANIFEST_TYPE: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -310,7 +310,7 @@ async fn receive(
             layer.digest
         );
     }
-    let mut arriving = store.arriving(&layer.digest, declared)?;
+    let mut arriving = Arriving::into(store, &layer.digest, declared)?;
     let pulled = client.pull_blob(at, layer, &mut arriving).await;
     let tampered = |why: String| {
         anyhow::anyhow!(
@@ -439,44 +439,7 @@ pub fn pull(
     Ok((said, warnings))
 }
 
-impl Lock {
-    /// Writes the lock whole (a new file renamed over the old one).
-    pub fn write(&self) -> Result<()> {
-        let mut text = String::from(
-            "# Written by `iota-host pull`: the digest each oci:// toolset resolved to. Loads use these,\n# from the local store, offline; `iota-host pull --update` re-resolves tags and shows what changed.\n",
-        );
-        text.push_str(&serde_yaml::to_string(&self.entries)?);
-        let tmp = self.path.with_extension(format!("lock.{}.tmp", std::process::id()));
-        std::fs::write(&tmp, text)
-            .and_then(|()| std::fs::rename(&tmp, &self.path))
-            .with_context(|| format!("cannot write the lock {}", self.path.display()))
-    }
-}
-
-impl Store {
-    /// Where the blob `digest`, declared `declared` bytes long, arrives: an
-    /// exclusive temporary file in the store (created private if missing).
-    fn arriving(&self, digest: &str, declared: u64) -> Result<Arriving> {
-        crate::platform::private_dir_builder()
-            .recursive(true)
-            .create(&self.dir)
-            .with_context(|| format!("cannot create the store {}", self.dir.display()))?;
-        let tmp = self.dir.join(format!(".arriving-{}.tmp", crate::secret::token()));
-        let file =
-            crate::host_state::create_exclusive(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
-        Ok(Arriving {
-            store: self.clone(),
-            digest: digest.to_string(),
-            file,
-            tmp,
-            hasher: sha2::Sha256::default(),
-            written: 0,
-            declared,
-        })
-    }
-}
-
-/// A blob streaming into the store ([`Store::arriving`]): removed unless
+/// A blob streaming into the store ([`Arriving::into`]): removed unless
 /// [`Arriving::keep`] moves it into place.
 struct Arriving {
     store: Store,
@@ -489,6 +452,29 @@ struct Arriving {
 }
 
 impl Arriving {
+    /// Where the blob `digest`, declared `declared` bytes long, arrives in
+    /// `store`: an exclusive temporary file there (the store created
+    /// private if missing).
+    fn into(store: &Store, digest: &str, declared: u64) -> Result<Arriving> {
+        let dir = store.dir();
+        crate::platform::private_dir_builder()
+            .recursive(true)
+            .create(dir)
+            .with_context(|| format!("cannot create the store {}", dir.display()))?;
+        let tmp = dir.join(format!(".arriving-{}.tmp", crate::secret::token()));
+        let file =
+            crate::host_state::create_exclusive(&tmp).with_context(|| format!("cannot write {}", tmp.display()))?;
+        Ok(Arriving {
+            store: store.clone(),
+            digest: digest.to_string(),
+            file,
+            tmp,
+            hasher: sha2::Sha256::default(),
+            written: 0,
+            declared,
+        })
+    }
+
     /// Moves the blob into place as `kind` when all of it arrived and its
     /// digest is the one it was fetched as.
     fn keep(mut self, kind: Stored) -> Result<()> {

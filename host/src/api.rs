@@ -36,7 +36,7 @@ use crate::project::ProjectRoot;
 use crate::round::{Outcome, Round};
 use crate::session::{CallCancel, Session};
 use crate::shell::session::ShellSession;
-use crate::toolset::{ApprovalRule, Arguments, Presentation, Toolset};
+use crate::toolset::{ApprovalRule, Arguments, CallPlan, Cleared, Presentation, Toolset};
 use anyhow::{Context as _, Result, bail};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -319,11 +319,10 @@ impl Host {
         &self.ui
     }
 
-    /// The loaded set called `name` (the MCP server's Skills extension
-    /// talks to the `skills` set directly).
+    /// Whether the set called `name` is loaded.
     #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn set(&self, name: &str) -> Option<&Arc<dyn Toolset>> {
-        self.tools.sets().iter().find(|set| set.name() == name)
+    pub(crate) fn has_set(&self, name: &str) -> bool {
+        self.tools.sets().iter().any(|set| set.name() == name)
     }
 }
 
@@ -344,6 +343,9 @@ pub struct CallResult {
     pub presentation: Presentation,
     /// Whether the user was asked and allowed it (now or for the session).
     pub approved: bool,
+    /// The background job the call became (`b1`), when it goes on running
+    /// after this result (see [`HostSession::jobs`]).
+    pub job: Option<String>,
 }
 
 impl From<Outcome> for CallResult {
@@ -356,6 +358,7 @@ impl From<Outcome> for CallResult {
             text: outcome.result.text,
             is_error: outcome.result.is_error,
             diff: outcome.result.diff,
+            job: outcome.job,
         }
     }
 }
@@ -533,10 +536,38 @@ impl HostSession {
         outcomes.into_iter().map(CallResult::from).collect()
     }
 
-    /// The session's state: its jobs, its running call.
+    /// Calls the internal entry point `entry` of the set called `set` (the
+    /// MCP server's Skills extension asks the `skills` set through
+    /// `skills/list` and the like): no model's tool call, so nothing is
+    /// asked and nothing may be written. Its text, or why it failed.
     #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
-    pub(crate) fn state(&self) -> &Arc<Session> {
-        &self.session
+    pub(crate) fn call_entry(&self, set: &str, entry: &str, args: serde_json::Value) -> Result<String, String> {
+        let set = self
+            .tools
+            .sets()
+            .iter()
+            .find(|s| s.name() == set)
+            .ok_or_else(|| format!("no toolset {set:?} is loaded"))?;
+        let nobody: Arc<dyn Ui> = Arc::new(crate::caps::ui::NoUi);
+        let plan = CallPlan::host_entry(entry, Arguments::from_value(args));
+        let result = set.invoke(&self.session, &nobody, &plan, &Cleared::host_entry());
+        if result.is_error {
+            Err(result.text)
+        } else {
+            Ok(result.text)
+        }
+    }
+
+    /// The session's background jobs (MCP's tasks follow them).
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn job_table(&self) -> Arc<crate::shell::jobs::Jobs> {
+        ShellSession::of(&self.session).jobs().clone()
+    }
+
+    /// The background job `id`, running or ended.
+    #[cfg_attr(not(feature = "mcp"), allow(dead_code))]
+    pub(crate) fn job(&self, id: &str) -> Option<Arc<crate::shell::jobs::Job>> {
+        ShellSession::of(&self.session).jobs().find(id)
     }
 
     /// The notices of background jobs that finished since the last take:

@@ -131,6 +131,7 @@ pub fn gate(
             ..resolved
         },
         cancel: cancel.clone(),
+        job: Default::default(),
     });
     Gated {
         decision,

@@ -2,18 +2,21 @@
 //! command. Exit codes: 0 all results ok, 1 some result is an error, 2 usage
 //! or config error (message on stderr).
 
+mod terminal;
+
 use crate::api::{CallResult, Host, ToolInfo};
-use crate::caps::ui::{NoUi, ScriptedUi, Ui, terminal::TerminalUi};
 use crate::config::Config;
 use crate::engine::Engine;
 use crate::present;
 use crate::toolset::ApprovalRule;
+use crate::{NoUi, ScriptedUi, Ui};
 use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
+use terminal::TerminalUi;
 
 /// Runs iota's toolsets: WebAssembly components behind a capability jail.
 #[derive(Debug, Parser)]

@@ -13,10 +13,10 @@
 
 use crate::api::{CallResult, Host, HostSession};
 use crate::builtin_sets::needs_someone_to_answer;
-use crate::caps::ui::elicitation::{FormUi, PeerCarrier};
 use crate::caps::ui::{NoUi, Ui};
 use crate::toolset::Arguments;
 use arrivals::Arrivals;
+use elicitation::{FormUi, PeerCarrier};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ContentBlock, GetSkillRequestParams,
     GetSkillResult, GetTaskParams, GetTaskResult, Implementation, ListResourcesResult, ListSkillsResult,
@@ -33,6 +33,7 @@ use std::time::{Duration, Instant};
 use tasks::Tasks;
 
 mod arrivals;
+pub mod elicitation;
 pub mod input;
 pub mod rounds;
 pub mod skills;
@@ -99,8 +100,8 @@ impl McpServer {
         let instructions = host.prompt();
         let session = Arc::new(host.session());
         let skills = host
-            .set(skills::SET)
-            .map(|set| Arc::new(Skills::new(set.clone(), session.state().clone())));
+            .has_set(skills::SET)
+            .then(|| Arc::new(Skills::new(session.clone())));
         McpServer {
             host,
             arrivals: Arrivals::new(session.clone()),
@@ -292,11 +293,7 @@ impl ServerHandler for McpServer {
         };
         let (admitted, round) = admitted;
         let cancel = admitted.cancel().clone();
-        let mut call = tokio::task::spawn_blocking(move || {
-            crate::shell::jobs::take_adopted_here();
-            let result = server.session.call_admitted(admitted, &ui, round);
-            (result, crate::shell::jobs::take_adopted_here())
-        });
+        let mut call = tokio::task::spawn_blocking(move || server.session.call_admitted(admitted, &ui, round));
         let finished = tokio::select! {
             finished = &mut call => finished,
             () = context.ct.cancelled() => {
@@ -310,8 +307,7 @@ impl ServerHandler for McpServer {
         if let Some(progress) = progress {
             progress.abort();
         }
-        let (result, mut adopted) =
-            finished.map_err(|e| McpError::internal_error(format!("the call failed: {e}"), None))?;
+        let result = finished.map_err(|e| McpError::internal_error(format!("the call failed: {e}"), None))?;
         match replay.as_ref().and_then(|r| r.carrier().stop()) {
             Some(Stop::Open(form, answered)) => {
                 let asked = self
@@ -326,7 +322,7 @@ impl ServerHandler for McpServer {
             None => {}
         }
         let (text, is_error) = self.reply(&result);
-        if let Some(job) = adopted.pop()
+        if let Some(job) = result.job.as_deref().and_then(|id| self.session.job(id))
             && context.client_capabilities().is_some_and(|c| c.supports_tasks())
         {
             return Ok(self.tasks.create(job, &text).into());
@@ -390,10 +386,7 @@ impl ServerHandler for McpServer {
         request: CancelTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
-        match self.tasks.cancel(
-            &request.task_id,
-            crate::shell::session::ShellSession::of(self.session.state()).jobs(),
-        ) {
+        match self.tasks.cancel(&request.task_id, &self.session.job_table()) {
             Some(_) => Ok(()),
             None => Err(McpError::invalid_params(
                 format!("no task {} in this session", request.task_id),

@@ -29,6 +29,8 @@ pub struct Outcome {
     pub decision: Decision,
     /// The result.
     pub result: ToolResult,
+    /// The background job the call became, if it became one.
+    pub job: Option<String>,
 }
 
 impl Outcome {
@@ -45,6 +47,7 @@ impl Outcome {
             presentation: Presentation::Group,
             decision: Decision::NotNeeded,
             result: ToolResult::failure(tool, why),
+            job: None,
         }
     }
 }
@@ -174,7 +177,7 @@ fn run_one(
         (Decision::Refused(text), None) => ToolResult::failure(&gated.header, text.clone()),
         (_, None) => unreachable!("the gate clears every call it lets run"),
     };
-    drop(gated.cleared);
+    let job = gated.cleared.and_then(|cleared| cleared.job.into_inner());
     // A call that may have written: the session's warm tree starts again
     // rather than trusting inotify alone.
     if plan.may_write {
@@ -186,5 +189,6 @@ fn run_one(
         presentation: plan.presentation,
         decision: gated.decision,
         result,
+        job,
     }
 }

@@ -471,6 +471,7 @@ impl ShellToolset {
         let label = jobs::label(&shown);
         if background {
             jobs.adopt(id.clone(), label, line.to_string(), running.clone());
+            call.became_job(&id);
             return Ok(format!(
                 "Started background job {id} (pid {}). Output: {}\nA notice with its exit status and output arrives when it finishes; run `{}` to see progress meanwhile.",
                 running.pid,
@@ -485,6 +486,7 @@ impl ShellToolset {
         let Some(ending) = ending else {
             let so_far = running.output();
             jobs.adopt(id.clone(), label, line.to_string(), running.clone());
+            call.became_job(&id);
             return Ok(format!(
                 "Still running after {} as background job {id} (pid {}). Output so far:\n{}\nA notice with its exit status and output arrives when it finishes; do not poll (`{}` only if you need progress).",
                 run::duration(YIELD_AFTER),

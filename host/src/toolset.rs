@@ -183,6 +183,8 @@ impl Resolved {
 pub struct Cleared {
     pub(crate) resolved: Resolved,
     pub(crate) cancel: Arc<CallCancel>,
+    /// The background job the call became, once it became one.
+    pub(crate) job: std::sync::OnceLock<String>,
 }
 
 impl Cleared {
@@ -197,7 +199,14 @@ impl Cleared {
                 detail: Box::new(()),
             },
             cancel: Arc::default(),
+            job: Default::default(),
         }
+    }
+
+    /// Notes that the call became the background job `id` (it goes on
+    /// running after its result: a front end may follow it).
+    pub fn became_job(&self, id: &str) {
+        let _ = self.job.set(id.to_string());
     }
 
     /// What was resolved and decided.

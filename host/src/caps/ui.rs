@@ -7,11 +7,8 @@
 //! goes through one place.
 
 #[cfg(feature = "mcp")]
-pub mod elicitation;
 pub mod scripted;
 #[cfg(feature = "cli")]
-pub mod terminal;
-
 use super::CallState;
 use crate::wit::iota::toolset::ui::{Answer, Host, Question};
 pub use scripted::ScriptedUi;

@@ -12,7 +12,7 @@
 //! the form it answered, diff included: if the file changed between the
 //! preview and the retry, the replayed question differs and nothing runs.
 
-use crate::caps::ui::elicitation::{APPROVAL_CHOICES, Carrier, Form, accepted};
+use super::elicitation::{APPROVAL_CHOICES, Carrier, Form, accepted};
 use rmcp::model::{
     ElicitRequest, ElicitResult, InputRequest, InputRequests, InputRequiredResult, InputResponses, RequestStateCodec,
     RequestStateError, SealOptions,
@@ -273,7 +273,7 @@ mod tests {
     use serde_json::json;
 
     fn form(message: &str) -> Form {
-        crate::caps::ui::elicitation::approval_form(&crate::caps::ui::ApprovalRequest {
+        crate::mcp::elicitation::approval_form(&crate::ApprovalRequest {
             tool: "write_file",
             header: message,
             diff: None,

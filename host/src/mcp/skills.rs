@@ -10,9 +10,7 @@
 //! (lowercase letters, digits and single hyphens, at most 64) stays out of
 //! the listing; `load_skill` still loads it.
 
-use crate::caps::ui::{NoUi, Ui};
-use crate::session::Session;
-use crate::toolset::{Arguments, CallPlan, Cleared, Toolset};
+use crate::api::HostSession;
 use rmcp::model::{
     ListResourcesResult, ListSkillsResult, ReadResourceResult, Resource, ResourceContents, Skill, SkillFrontmatter,
     SkillResource, SkillResources,
@@ -94,25 +92,19 @@ fn percent_decode(text: &str) -> Option<String> {
 
 /// The skills of one MCP session, through the `skills` component.
 pub struct Skills {
-    set: Arc<dyn Toolset>,
-    session: Arc<Session>,
+    session: Arc<HostSession>,
 }
 
 impl Skills {
-    /// Skills served by `set` (the agent's `skills` set).
-    pub fn new(set: Arc<dyn Toolset>, session: Arc<Session>) -> Skills {
-        Skills { set, session }
+    /// Skills served by `session`'s `skills` set.
+    pub fn new(session: Arc<HostSession>) -> Skills {
+        Skills { session }
     }
 
     /// Calls one of the component's entry points; its JSON answer.
     fn entry<T: for<'de> Deserialize<'de>>(&self, entry: &str, args: serde_json::Value) -> Result<T, String> {
-        let nobody: Arc<dyn Ui> = Arc::new(NoUi);
-        let plan = CallPlan::host_entry(entry, Arguments::new(args.to_string()));
-        let result = self.set.invoke(&self.session, &nobody, &plan, &Cleared::host_entry());
-        if result.is_error {
-            return Err(result.text);
-        }
-        serde_json::from_str(&result.text).map_err(|e| format!("the skills set answered {entry} wrongly: {e}"))
+        let text = self.session.call_entry(SET, entry, args)?;
+        serde_json::from_str(&text).map_err(|e| format!("the skills set answered {entry} wrongly: {e}"))
     }
 
     fn skill(manifest: Manifest) -> Option<Skill> {

@@ -32,18 +32,6 @@ pub struct Job {
     pub notice: OnceLock<String>,
 }
 
-thread_local! {
-    /// The jobs registered by calls on this thread, until taken.
-    static ADOPTED_HERE: std::cell::RefCell<Vec<Arc<Job>>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Takes the jobs that calls on this thread registered since the last take:
-/// how a front end learns which job a call it ran became (MCP's tasks).
-#[cfg(feature = "mcp")]
-pub fn take_adopted_here() -> Vec<Arc<Job>> {
-    ADOPTED_HERE.with(|adopted| std::mem::take(&mut *adopted.borrow_mut()))
-}
-
 /// A row of the job list.
 #[derive(Debug, Clone)]
 pub struct JobInfo {
@@ -121,14 +109,6 @@ impl Jobs {
             run,
             notice: OnceLock::new(),
         });
-        ADOPTED_HERE.with(|adopted| {
-            // Front ends that never take them keep only the newest few.
-            let mut adopted = adopted.borrow_mut();
-            if adopted.len() == MAX_JOBS {
-                adopted.remove(0);
-            }
-            adopted.push(job.clone());
-        });
         self.jobs.lock().unwrap().push(job.clone());
         self.queue.lock().unwrap().pending += 1;
         let table = self.self_ref.lock().unwrap().clone();
@@ -198,6 +178,11 @@ impl Jobs {
             }
             None => false,
         }
+    }
+
+    /// The job called `id` (jobs stay listed here once they end).
+    pub fn find(&self, id: &str) -> Option<Arc<Job>> {
+        self.jobs.lock().unwrap().iter().find(|j| j.id == id).cloned()
     }
 
     /// Kills every running job (the session is ending).

@@ -7,8 +7,7 @@
 //! (`crate::mcp::rounds`). Where the client cannot answer forms, nobody
 //! can be asked.
 
-use super::{Approval, ApprovalRequest, Ui};
-use crate::wit::iota::toolset::ui::{Answer, Question};
+use crate::{Answer, Approval, ApprovalRequest, Question, Ui};
 use rmcp::model::{ClientResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction, ServerRequest};
 use rmcp::service::{PeerRequestOptions, RequestContext, RoleServer};
 use serde_json::{Map, Value, json};

@@ -1,9 +1,8 @@
 //! Questions on a real terminal (crossterm): a selector drawn on stderr,
 //! driven by the arrow keys, Space (multi-select), Enter and Esc.
 
-use super::{Approval, ApprovalRequest, Ui};
 use crate::present::inert;
-use crate::wit::iota::toolset::ui::{Answer, Question};
+use crate::{Answer, Approval, ApprovalRequest, Question, Ui};
 use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 use crossterm::style::Stylize;
 use crossterm::{cursor, execute, terminal};

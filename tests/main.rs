@@ -21,6 +21,7 @@ mod sandbox;
 mod shell;
 mod skills;
 mod startup;
+mod structure;
 mod supply_chain;
 mod terminal;
 mod warm_tree;

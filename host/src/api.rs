@@ -26,20 +26,47 @@
 //! default); an embedder that turns default features off gets neither, nor
 //! clap, crossterm or rmcp.
 
-use crate::admission::{Admission, Busy, InFlight, Ticket, Turn, Turns};
+use crate::admission::{Admission, InFlight, Ticket, Turn, Turns};
 use crate::agent::AgentTools;
 use crate::caps::ui::Ui;
-use crate::config::Config;
 use crate::description::Tool;
 use crate::engine::Engine;
-use crate::project::ProjectRoot;
 use crate::round::{Outcome, Round};
 use crate::session::{CallCancel, Session};
 use crate::shell::session::ShellSession;
-use crate::toolset::{ApprovalRule, Arguments, CallPlan, Cleared, Presentation, Toolset};
+use crate::toolset::{CallPlan, Cleared, Presentation, Toolset};
 use anyhow::{Context as _, Result, bail};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+
+// What the front ends (`cli.rs`, `mcp.rs`) reach besides the public API,
+// in one list: they import nothing else of the crate (tests/structure.rs).
+pub(crate) use crate::admission::Busy;
+pub(crate) use crate::config::Config;
+#[cfg(feature = "cli")]
+pub(crate) use crate::engine::Engine as SharedEngine;
+pub(crate) use crate::project::ProjectRoot;
+#[cfg(feature = "cli")]
+pub(crate) use crate::protected::by_name as protected_by_name;
+#[cfg(feature = "cli")]
+pub(crate) use crate::shell::MODEL_ROOT_VAR;
+#[cfg(feature = "mcp")]
+pub(crate) use crate::shell::jobs::{Job, Jobs};
+#[cfg(feature = "cli")]
+pub(crate) use crate::shell::run::cancel_on_interrupt;
+#[cfg(feature = "mcp")]
+pub(crate) use crate::shell::run::duration;
+pub(crate) use crate::toolset::{ApprovalRule, Arguments};
+/// The command line's own commands: `inspect`, `push` and `pull`.
+#[cfg(feature = "cli")]
+pub(crate) use crate::{inspect, registry_client};
+
+/// Makes, on another core, what the first call will need (the linker,
+/// WASI's runtime) while the config and the sets load.
+#[cfg(feature = "cli")]
+pub(crate) fn warm_up(engine: &Engine) {
+    crate::caps::warm_up(engine.wasmtime());
+}
 
 /// Where the config comes from.
 #[derive(Debug, Clone)]

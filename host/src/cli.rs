@@ -4,11 +4,9 @@
 
 mod terminal;
 
+use crate::api::{ApprovalRule, Config, SharedEngine as Engine};
 use crate::api::{CallResult, Host, ToolInfo};
-use crate::config::Config;
-use crate::engine::Engine;
 use crate::present;
-use crate::toolset::ApprovalRule;
 use crate::{NoUi, ScriptedUi, Ui};
 use anyhow::{Result, bail};
 use clap::{Parser, Subcommand};
@@ -89,7 +87,7 @@ pub enum Command {
         update: bool,
         /// The largest blob (component or signature) to fetch, in MiB: a larger one is refused by the size its
         /// manifest declares, before any of it is fetched, and one that runs past its declared size is cut off.
-        #[arg(long, value_name = "MIB", default_value_t = crate::registry_client::DEFAULT_MAX_BLOB >> 20)]
+        #[arg(long, value_name = "MIB", default_value_t = crate::api::registry_client::DEFAULT_MAX_BLOB >> 20)]
         max_size: u64,
         /// REGISTRY/REPOSITORY:TAG or @sha256:DIGEST [default: every oci:// toolset of the config].
         #[arg(value_name = "REF")]
@@ -147,7 +145,7 @@ fn raise_open_files_limit() {}
 /// that the line asks for nothing a model may not: no config, answers, audit
 /// log or forced terminal of its own choosing.
 fn model_root(cli: &Cli) -> Result<Option<PathBuf>> {
-    let Some(root) = std::env::var_os(crate::shell::MODEL_ROOT_VAR).filter(|v| !v.is_empty()) else {
+    let Some(root) = std::env::var_os(crate::api::MODEL_ROOT_VAR).filter(|v| !v.is_empty()) else {
         return Ok(None);
     };
     let refused = [
@@ -159,7 +157,7 @@ fn model_root(cli: &Cli) -> Result<Option<PathBuf>> {
     if let Some((flag, _)) = refused.iter().find(|(_, given)| *given) {
         bail!(
             "{flag} is refused: this iota-host runs a command line a model wrote (the shell tool's iota exception, {} is set), which may not choose it",
-            crate::shell::MODEL_ROOT_VAR
+            crate::api::MODEL_ROOT_VAR
         );
     }
     Ok(Some(
@@ -173,7 +171,7 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     // A call will need the linker and WASI's runtime: made on another core
     // while the config and the sets load.
     if matches!(cli.command, Command::Call { .. }) {
-        crate::caps::warm_up(engine.wasmtime());
+        crate::api::warm_up(&engine);
     }
     if let (Command::Inspect { file, .. }, Some(model_root)) = (&cli.command, &model_root)
         && !crate::platform::canonicalize(file).is_ok_and(|f| f.starts_with(model_root))
@@ -194,7 +192,7 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     if let Command::Push { file, reference } = &cli.command {
         print!(
             "{}",
-            crate::registry_client::push(&engine, file, reference).map_err(UsageError)?
+            crate::api::registry_client::push(&engine, file, reference).map_err(UsageError)?
         );
         return Ok(ExitCode::SUCCESS);
     }
@@ -206,7 +204,7 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     {
         let config = Config::discover(cli.config.as_deref()).map_err(UsageError)?;
         let references = if references.is_empty() {
-            crate::registry_client::references(&config)
+            crate::api::registry_client::references(&config)
                 .into_iter()
                 .map(|(_, reference)| reference)
                 .collect()
@@ -221,7 +219,7 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
         }
         let max_blob = max_size.saturating_mul(1 << 20);
         let (said, warnings) =
-            crate::registry_client::pull(&engine, &config, &references, *update, max_blob).map_err(UsageError)?;
+            crate::api::registry_client::pull(&engine, &config, &references, *update, max_blob).map_err(UsageError)?;
         for warning in warnings {
             eprintln!("iota-host: warning: {warning}");
         }
@@ -230,13 +228,13 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     }
     if let Command::Inspect { file, json, policy } = &cli.command {
         let config = Config::discover(cli.config.as_deref()).ok();
-        let report = crate::inspect::inspect(&engine, file, config.as_ref()).map_err(UsageError)?;
+        let report = crate::api::inspect::inspect(&engine, file, config.as_ref()).map_err(UsageError)?;
         if *policy {
-            print!("{}", crate::inspect::policy(&report).map_err(UsageError)?);
+            print!("{}", crate::api::inspect::policy(&report).map_err(UsageError)?);
         } else if *json {
             println!("{}", serde_json::to_string_pretty(&report).unwrap_or_default());
         } else {
-            print!("{}", crate::inspect::render(&report));
+            print!("{}", crate::api::inspect::render(&report));
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -246,12 +244,12 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     // The root is opened once, here, and used through that handle from then
     // on; an iota line's root is checked on the handle, where it is now, so
     // no link swapped in for its path afterwards changes what it is.
-    let project = crate::project::ProjectRoot::open(&root)
+    let project = crate::api::ProjectRoot::open(&root)
         .map(Arc::new)
         .map_err(|e| UsageError(anyhow::anyhow!("cannot open the project root {}: {e}", root.display())))?;
     let inside_protected = |root: &Path, model_root: &Path| {
         root.strip_prefix(model_root)
-            .is_ok_and(|inside| crate::protected::by_name(&inside.iter().collect::<Vec<_>>()))
+            .is_ok_and(|inside| crate::api::protected_by_name(&inside.iter().collect::<Vec<_>>()))
     };
     if let Some(model_root) = &model_root
         && !project
@@ -308,7 +306,7 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
         }
         Command::Call { json, round, calls } => {
             let calls = parse_calls(&calls).map_err(UsageError)?;
-            crate::shell::run::cancel_on_interrupt();
+            crate::api::cancel_on_interrupt();
             let session = host.session();
             let results = if round {
                 session.round_json(&calls)

@@ -11,10 +11,10 @@
 //! decision path serves both — the approval gate and the components ask a
 //! [`Ui`]; only how a form reaches the client differs.
 
+use crate::api::Arguments;
 use crate::api::{CallResult, Host, HostSession};
 use crate::builtin_sets::needs_someone_to_answer;
-use crate::caps::ui::{NoUi, Ui};
-use crate::toolset::Arguments;
+use crate::{NoUi, Ui};
 use arrivals::Arrivals;
 use elicitation::{FormUi, PeerCarrier};
 use rmcp::model::{
@@ -259,7 +259,7 @@ impl ServerHandler for McpServer {
                     tokio::time::sleep(PROGRESS_EVERY).await;
                     let elapsed = started.elapsed();
                     let report = ProgressNotificationParam::new(token.clone(), elapsed.as_secs_f64().floor())
-                        .with_message(format!("running for {}", crate::shell::run::duration(elapsed)));
+                        .with_message(format!("running for {}", crate::api::duration(elapsed)));
                     if peer.notify_progress(report).await.is_err() {
                         break;
                     }

@@ -2,13 +2,13 @@
 //!
 //! One trait, [`Ui`], with a backend chosen per session: [`NoUi`] where
 //! nobody can be asked (non-interactive runs), [`ScriptedUi`] for tests and
-//! demos (`--answers FILE`), and [`terminal::TerminalUi`] on a real terminal.
+//! demos (`--answers FILE`), and the command line's terminal (`cli/terminal.rs`) and the MCP
+//! server's forms (`mcp/elicitation.rs`), which live with their front ends.
 //! The approval gate uses the same trait, so every question a session asks
 //! goes through one place.
 
-#[cfg(feature = "mcp")]
 pub mod scripted;
-#[cfg(feature = "cli")]
+
 use super::CallState;
 use crate::wit::iota::toolset::ui::{Answer, Host, Question};
 pub use scripted::ScriptedUi;

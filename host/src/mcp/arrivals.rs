@@ -15,8 +15,7 @@
 //! with its id (rmcp would keep one of the two and drop the other's reply).
 
 use super::input::Requests;
-use crate::admission::Busy;
-use crate::api::{HostSession, Queued};
+use crate::api::{Busy, HostSession, Queued};
 use rmcp::model::RequestId;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard};

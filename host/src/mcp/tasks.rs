@@ -9,7 +9,7 @@
 //! status message) and the notice in the next result stay as for every
 //! client: the task is a second way to the same job, not a replacement.
 
-use crate::shell::jobs::{Job, Jobs};
+use crate::api::{Job, Jobs};
 use rmcp::model::{CallToolResult, ContentBlock, CreateTaskResult, DetailedTask, Task, TaskPayload, TaskStatus};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};

@@ -134,3 +134,54 @@ fn calls_from_several_threads_on_one_session_follow_the_round_rule() {
     });
     assert_eq!(std::fs::read_to_string(project.root().join("b.txt")).unwrap(), "b");
 }
+
+/// A failed call says why as data beside the text the model reads: a tool
+/// nobody offers, arguments that make no call, a question nobody can answer,
+/// a denial, the tool's own error, a command past its time; a call that
+/// worked says nothing.
+#[test]
+fn a_failed_call_says_why_as_data() {
+    use iota_host::Failure;
+    let project = support::Project::new();
+    std::fs::write(project.root().join("a.txt"), "a\n").unwrap();
+    let build = |ui: std::sync::Arc<dyn iota_host::Ui>| {
+        iota_host::Host::builder()
+            .config_yaml(
+                "agents:\n  a:\n    tools:\n      code:\n      shell:\n        sandbox: off\n      ask: false\n",
+            )
+            .root(project.root())
+            .ui(ui)
+            .state_dir(None)
+            .build()
+            .unwrap()
+    };
+    let nobody = build(std::sync::Arc::new(iota_host::NoUi)).session();
+    let failure = |result: &iota_host::CallResult| (result.failure, result.is_error);
+    let read = nobody.call_json("read_file", r#"{"path": "a.txt"}"#);
+    assert_eq!(failure(&read), (None, false), "{}", read.text);
+    let unknown = nobody.call_json("read_fil", "{}");
+    assert_eq!(failure(&unknown), (Some(Failure::UnknownTool), true));
+    let missing = nobody.call_json("read_file", r#"{"path": "nope.txt"}"#);
+    assert_eq!(failure(&missing), (Some(Failure::Tool), true), "{}", missing.text);
+    let unasked = nobody.call_json("write_file", r#"{"path": "b.txt", "content": "b"}"#);
+    assert_eq!(
+        failure(&unasked),
+        (Some(Failure::NobodyToApprove), true),
+        "{}",
+        unasked.text
+    );
+    let shell = nobody.call_json("shell", r#"{"command": 7}"#);
+    assert_eq!(
+        failure(&shell),
+        (Some(Failure::InvalidArguments), true),
+        "{}",
+        shell.text
+    );
+    let answers = iota_host::ScriptedUi::parse(r#"["deny", "once"]"#).unwrap();
+    let asking = build(std::sync::Arc::new(answers)).session();
+    let denied = asking.call_json("write_file", r#"{"path": "b.txt", "content": "b"}"#);
+    assert_eq!(failure(&denied), (Some(Failure::Denied), true), "{}", denied.text);
+    let slow = asking.call_json("shell", r#"{"command": "sleep 5", "timeout": 0.2}"#);
+    assert_eq!(failure(&slow), (Some(Failure::TimeLimit), true), "{}", slow.text);
+    assert!(!project.root().join("b.txt").exists(), "nothing was allowed to write");
+}

@@ -869,14 +869,14 @@ fn an_iota_line_leaves_the_sandbox_only_as_planned_and_approved() {
         Arguments::new(json!({"command": "./me --exact sandbox::prints_the_model_root --nocapture"}).to_string());
     let run = |ui: &Arc<dyn iota_host::Ui>| {
         let plan = shell.plan(spec, args.clone()).unwrap();
-        gate(&shell, &plan, &session, ui).map(|cleared| shell.invoke(&session, ui, &plan, &cleared).text)
+        gate(&shell, &plan, &session, ui).map(|cleared| shell.invoke(&session, ui, &plan, &cleared).result.text)
     };
     // Planned while `./me` is nothing: sandboxed, nobody asked; the link
     // made before it runs changes nothing.
     let plan = shell.plan(spec, args.clone()).unwrap();
     let cleared = gate(&shell, &plan, &session, &nobody).expect("a sandboxed line needs no question");
     std::os::unix::fs::symlink(&me, p.path("me")).unwrap();
-    let unasked = shell.invoke(&session, &nobody, &plan, &cleared).text;
+    let unasked = shell.invoke(&session, &nobody, &plan, &cleared).result.text;
     assert!(!unasked.contains("MODEL_ROOT="), "{unasked}");
     // Planned now: it leaves the sandbox, so it asks; nobody answers here.
     assert_eq!(run(&nobody), None, "an iota line nobody allowed does not run");

@@ -34,7 +34,7 @@ use crate::engine::Engine;
 use crate::round::{Outcome, Round};
 use crate::session::{CallCancel, Session};
 use crate::shell::session::ShellSession;
-use crate::toolset::{CallPlan, Cleared, Presentation, Toolset};
+use crate::toolset::{CallPlan, Cleared, Failure, Presentation, Toolset};
 use anyhow::{Context as _, Result, bail};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -373,6 +373,9 @@ pub struct CallResult {
     /// The background job the call became (`b1`), when it goes on running
     /// after this result (see [`HostSession::jobs`]).
     pub job: Option<String>,
+    /// Why it failed, as data (`text` says it to the model); none when it
+    /// did not.
+    pub failure: Option<Failure>,
 }
 
 impl From<Outcome> for CallResult {
@@ -386,6 +389,7 @@ impl From<Outcome> for CallResult {
             is_error: outcome.result.is_error,
             diff: outcome.result.diff,
             job: outcome.job,
+            failure: outcome.failure,
         }
     }
 }
@@ -510,7 +514,7 @@ impl HostSession {
             Err(busy) => {
                 return calls
                     .iter()
-                    .map(|(tool, _)| Outcome::not_run(tool, busy.to_string()).into())
+                    .map(|(tool, _)| Outcome::not_run(tool, Failure::Busy, busy.to_string()).into())
                     .collect();
             }
         };
@@ -544,7 +548,7 @@ impl HostSession {
                 let admitted = queued.wait(round.parallel());
                 self.call_admitted(admitted, ui, round)
             }
-            Err(busy) => Outcome::not_run(tool, busy.to_string()).into(),
+            Err(busy) => Outcome::not_run(tool, Failure::Busy, busy.to_string()).into(),
         }
     }
 
@@ -578,10 +582,9 @@ impl HostSession {
         let nobody: Arc<dyn Ui> = Arc::new(crate::caps::ui::NoUi);
         let plan = CallPlan::host_entry(entry, Arguments::from_value(args));
         let result = set.invoke(&self.session, &nobody, &plan, &Cleared::host_entry());
-        if result.is_error {
-            Err(result.text)
-        } else {
-            Ok(result.text)
+        match result.failure {
+            Some(_) => Err(result.result.text),
+            None => Ok(result.result.text),
         }
     }
 

@@ -12,7 +12,7 @@
 use crate::caps::ui::{Approval as Answer, ApprovalRequest, Ui};
 use crate::caps::writes::HeldWrite;
 use crate::session::{CallCancel, Session};
-use crate::toolset::{ApprovalRule, CallPlan, Cleared, Resolved, Toolset};
+use crate::toolset::{ApprovalRule, CallPlan, Cleared, Failure, Resolved, Toolset};
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
@@ -46,8 +46,8 @@ pub enum Decision {
         /// Whether the answer was "allow for this session".
         for_session: bool,
     },
-    /// Not run; the text is what the model reads.
-    Refused(String),
+    /// Not run (nobody to ask, or denied); the text is what the model reads.
+    Refused(Failure, String),
     /// Not run yet: the question goes to the client, whose retry of the
     /// call carries the answer (MCP 2026-07-28). Nothing reaches the model.
     Awaiting,
@@ -56,7 +56,7 @@ pub enum Decision {
 impl Decision {
     /// Whether the call may run.
     pub fn runs(&self) -> bool {
-        !matches!(self, Decision::Refused(_) | Decision::Awaiting)
+        !matches!(self, Decision::Refused(..) | Decision::Awaiting)
     }
 
     /// The decision in the audit log's words.
@@ -66,7 +66,7 @@ impl Decision {
             Decision::SessionAllowed => "allowed for this session",
             Decision::Allowed { for_session: false } => "allowed once",
             Decision::Allowed { for_session: true } => "allowed for this session (asked)",
-            Decision::Refused(_) => "refused",
+            Decision::Refused(..) => "refused",
             Decision::Awaiting => "awaiting the user's answer",
         }
     }
@@ -112,7 +112,7 @@ pub fn gate(
     } else if !protected && session.is_approved(set.name(), &plan.scope) {
         Decision::SessionAllowed
     } else if !ui.interactive() {
-        Decision::Refused(non_interactive_refusal(&plan.tool))
+        Decision::Refused(Failure::NobodyToApprove, non_interactive_refusal(&plan.tool))
     } else {
         let diff = set.preview(session, plan, &resolved);
         let request = ApprovalRequest {
@@ -164,7 +164,7 @@ pub fn gate_component_command(
         diff: None,
     };
     match ask(session, ui, &request, Some((set, set))) {
-        Decision::Refused(why) => Err(why),
+        Decision::Refused(_, why) => Err(why),
         Decision::Awaiting => Err(awaiting(set)),
         _ => Ok(()),
     }
@@ -189,7 +189,7 @@ pub fn ask(
             session.approve(set, scope);
             Decision::Allowed { for_session: true }
         }
-        (Answer::Deny, _) => Decision::Refused(denied(request.tool)),
+        (Answer::Deny, _) => Decision::Refused(Failure::Denied, denied(request.tool)),
     }
 }
 

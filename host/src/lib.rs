@@ -17,7 +17,7 @@ mod api;
 
 pub use api::{CallResult, Host, HostBuilder, HostSession, JobInfo, ToolInfo};
 pub use caps::ui::{Approval, ApprovalRequest, NoUi, ScriptedUi, Ui};
-pub use toolset::Presentation;
+pub use toolset::{Failure, Presentation};
 pub use wit::iota::toolset::ui::{Answer, Choice, Question};
 
 mod admission;

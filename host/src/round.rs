@@ -13,7 +13,7 @@ use crate::audit;
 use crate::builtin_sets::needs_someone_to_answer;
 use crate::caps::ui::Ui;
 use crate::session::{CallCancel, Session};
-use crate::toolset::{Arguments, CallPlan, Presentation, ToolResult, Toolset};
+use crate::toolset::{Arguments, CallPlan, Failure, Presentation, Ran, ToolResult, Toolset};
 use std::sync::Arc;
 
 /// One call's outcome, in the round's call order.
@@ -31,16 +31,19 @@ pub struct Outcome {
     pub result: ToolResult,
     /// The background job the call became, if it became one.
     pub job: Option<String>,
+    /// Why it failed; none when it did not.
+    pub failure: Option<Failure>,
 }
 
 impl Outcome {
     /// The outcome of calling a tool nobody offers.
     pub fn unknown_tool(tool: &str) -> Outcome {
-        Outcome::not_run(tool, format!("unknown tool: {tool}"))
+        Outcome::not_run(tool, Failure::UnknownTool, format!("unknown tool: {tool}"))
     }
 
-    /// The outcome of a call that never reached its tool, and why.
-    pub fn not_run(tool: &str, why: String) -> Outcome {
+    /// The outcome of a call that never reached its tool: why, and the
+    /// text the model reads.
+    pub fn not_run(tool: &str, failure: Failure, why: String) -> Outcome {
         Outcome {
             tool: tool.to_string(),
             set: None,
@@ -48,6 +51,7 @@ impl Outcome {
             decision: Decision::NotNeeded,
             result: ToolResult::failure(tool, why),
             job: None,
+            failure: Some(failure),
         }
     }
 }
@@ -84,7 +88,7 @@ impl Round {
                         Outcome {
                             set: Some(set.name().to_string()),
                             presentation: spec.presentation,
-                            ..Outcome::not_run(tool, why)
+                            ..Outcome::not_run(tool, Failure::InvalidArguments, why)
                         },
                         args,
                     ),
@@ -171,10 +175,15 @@ fn run_one(
     }
     let resolved = set.resolve(plan);
     let gated = approval::gate(set.as_ref(), plan, resolved, session, ui, cancel);
-    let result = match (&gated.decision, &gated.cleared) {
+    let ran = match (&gated.decision, &gated.cleared) {
         (_, Some(cleared)) => set.invoke(session, ui, plan, cleared),
-        (Decision::Awaiting, None) => ToolResult::failure(&gated.header, approval::awaiting(&plan.tool)),
-        (Decision::Refused(text), None) => ToolResult::failure(&gated.header, text.clone()),
+        (Decision::Awaiting, None) => Ran::failed(
+            Failure::AwaitingAnswer,
+            ToolResult::failure(&gated.header, approval::awaiting(&plan.tool)),
+        ),
+        (Decision::Refused(failure, text), None) => {
+            Ran::failed(*failure, ToolResult::failure(&gated.header, text.clone()))
+        }
         (_, None) => unreachable!("the gate clears every call it lets run"),
     };
     let job = gated.cleared.and_then(|cleared| cleared.job.into_inner());
@@ -188,7 +197,8 @@ fn run_one(
         set: Some(set.name().to_string()),
         presentation: plan.presentation,
         decision: gated.decision,
-        result,
+        result: ran.result,
         job,
+        failure: ran.failure,
     }
 }

@@ -33,7 +33,7 @@ use crate::caps::ui::Ui;
 use crate::project::ProjectRoot;
 use crate::session::Session;
 use crate::toolset::{
-    ApprovalRule, Arguments, CallPlan, Cleared, Presentation, Resolved, ToolResult, ToolSpec, Toolset,
+    ApprovalRule, Arguments, CallPlan, Cleared, Failure, Presentation, Ran, Resolved, ToolResult, ToolSpec, Toolset,
 };
 use config::{SandboxMode, ShellConfig};
 use dialect::Dialect;
@@ -439,35 +439,29 @@ impl ShellToolset {
         Err(std::io::Error::other("no sandbox exists on Windows"))
     }
 
-    fn run(
-        &self,
-        session: &Arc<Session>,
-        planned: &Planned,
-        regime: &Regime,
-        call: &Cleared,
-    ) -> Result<String, ToolResult> {
+    fn run(&self, session: &Arc<Session>, planned: &Planned, regime: &Regime, call: &Cleared) -> Result<String, Ran> {
         let args = &planned.args;
         let shown = self.shown(args, regime);
         let header = headed(args, &shown);
-        let fail = |text: String| ToolResult {
-            text,
-            is_error: true,
-            header: header.clone(),
-            diff: None,
+        let failed = |failure: Failure| {
+            let header = header.clone();
+            move |text: String| Ran::failed(failure, ToolResult::failure(&header, text))
         };
         let line = args.command.as_str();
-        let timeout = parse_timeout(args).map_err(fail)?;
+        let timeout = parse_timeout(args).map_err(failed(Failure::InvalidArguments))?;
         let background = args.background.unwrap_or(false);
         let cwd = &planned.cwd;
         let commands = ShellSession::of(session);
         let jobs = commands.jobs();
         if background && !jobs.has_room() {
-            return Err(fail(format!(
+            return Err(failed(Failure::Tool)(format!(
                 "too many background jobs running ({}); wait for one to finish",
                 jobs::MAX_JOBS
             )));
         }
-        let Started { running, log, id } = self.start(session, line, cwd, regime, timeout).map_err(fail)?;
+        let Started { running, log, id } = self
+            .start(session, line, cwd, regime, timeout)
+            .map_err(failed(Failure::Host))?;
         let label = jobs::label(&shown);
         if background {
             jobs.adopt(id.clone(), label, line.to_string(), running.clone());
@@ -501,7 +495,7 @@ impl ShellToolset {
             // scratch directory: it goes now (the child has exited).
             crate::scratch::sweep(&std::env::temp_dir());
         }
-        let mut text = outcome(&running.output(), &ending).map_err(fail)?;
+        let mut text = outcome(&running.output(), &ending).map_err(|(failure, text)| failed(failure)(text))?;
         if !room {
             text.push_str(&format!(
                 "\n[waited to the end instead of moving to the background: too many background jobs running ({})]",
@@ -556,7 +550,7 @@ impl crate::caps::process::CommandRunner for ShellToolset {
 }
 
 /// The spec's outcome table, after the command ran: `Err` for the error rows.
-pub fn outcome(output: &str, ending: &Ending) -> Result<String, String> {
+pub fn outcome(output: &str, ending: &Ending) -> Result<String, (Failure, String)> {
     let with = |note: String| {
         if output.is_empty() {
             note
@@ -574,14 +568,17 @@ pub fn outcome(output: &str, ending: &Ending) -> Result<String, String> {
         .strip_prefix("bwrap: execvp ")
         .filter(|why| !why.contains('\n'));
     if let (Ending::Exit(1), Some(why)) = (ending, exec_failed) {
-        return Err(format!("failed to run: {why}"));
+        return Err((Failure::Host, format!("failed to run: {why}")));
     }
     match ending {
-        Ending::TimedOut(after) => Err(with(format!("[command timed out after {}]", run::duration(*after)))),
-        Ending::Cancelled | Ending::Killed => Err(with("[command cancelled]".to_string())),
+        Ending::TimedOut(after) => Err((
+            Failure::TimeLimit,
+            with(format!("[command timed out after {}]", run::duration(*after))),
+        )),
+        Ending::Cancelled | Ending::Killed => Err((Failure::Cancelled, with("[command cancelled]".to_string()))),
         Ending::Exit(0) if output.is_empty() => Ok("[command produced no output]".to_string()),
         Ending::Exit(0) => Ok(output.strip_suffix('\n').unwrap_or(output).to_string()),
-        Ending::Exit(code) => Err(with(format!("[exit code {code}]"))),
+        Ending::Exit(code) => Err((Failure::Tool, with(format!("[exit code {code}]")))),
     }
 }
 
@@ -820,20 +817,20 @@ impl Toolset for ShellToolset {
         None
     }
 
-    fn invoke(&self, session: &Arc<Session>, _ui: &Arc<dyn Ui>, plan: &CallPlan, call: &Cleared) -> ToolResult {
+    fn invoke(&self, session: &Arc<Session>, _ui: &Arc<dyn Ui>, plan: &CallPlan, call: &Cleared) -> Ran {
         let planned = plan.detail::<Planned>().expect("a shell call's plan is the shell's");
         let regime = call
             .resolved()
             .detail::<Regime>()
             .expect("a shell call's resolution is the shell's");
         match self.run(session, planned, regime, call) {
-            Ok(text) => ToolResult {
+            Ok(text) => Ran::from_tool(ToolResult {
                 text,
                 is_error: false,
                 header: call.resolved().header.clone(),
                 diff: None,
-            },
-            Err(result) => result,
+            }),
+            Err(failed) => failed,
         }
     }
 }

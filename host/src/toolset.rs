@@ -51,7 +51,70 @@ pub trait Toolset: Send + Sync {
         false
     }
     /// Runs one call the gate cleared.
-    fn invoke(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, plan: &CallPlan, call: &Cleared) -> ToolResult;
+    fn invoke(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, plan: &CallPlan, call: &Cleared) -> Ran;
+}
+
+/// Why a call failed, as data; the text the model reads is rendered where
+/// the failure is found and does not depend on this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Failure {
+    /// No enabled set offers the tool.
+    UnknownTool,
+    /// The host had too many calls in flight.
+    Busy,
+    /// The arguments make no call of the tool.
+    InvalidArguments,
+    /// It needs approval and nobody can be asked here.
+    NobodyToApprove,
+    /// The user denied it.
+    Denied,
+    /// It waits for the user's answer, which comes with a retry of the call.
+    AwaitingAnswer,
+    /// It was cancelled (the client, Esc).
+    Cancelled,
+    /// It ran past its time limit.
+    TimeLimit,
+    /// It ran past its memory limit.
+    MemoryLimit,
+    /// What it returned or printed was past its limit.
+    OutputLimit,
+    /// The component trapped (a panic) or was stopped at another of its
+    /// bounds (handles, state, questions).
+    Trapped,
+    /// The host could not run it (the component cannot be instantiated, the
+    /// command cannot be started).
+    Host,
+    /// The tool ran and reported its own error.
+    Tool,
+}
+
+/// What running a call gave: its result and, when it failed, why.
+#[derive(Debug, Clone)]
+pub struct Ran {
+    /// The result the model reads.
+    pub result: ToolResult,
+    /// Why it failed; none when it did not.
+    pub failure: Option<Failure>,
+}
+
+impl Ran {
+    /// A result as the tool gave it: an error result is the tool's own.
+    pub fn from_tool(result: ToolResult) -> Ran {
+        let failure = result.is_error.then_some(Failure::Tool);
+        Ran { result, failure }
+    }
+
+    /// A call that failed for `failure`, with `result` as the model reads it.
+    pub fn failed(failure: Failure, result: ToolResult) -> Ran {
+        Ran {
+            result: ToolResult {
+                is_error: true,
+                ..result
+            },
+            failure: Some(failure),
+        }
+    }
 }
 
 /// A call's arguments: the JSON text as the model wrote it (what a component

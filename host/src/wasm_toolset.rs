@@ -16,7 +16,7 @@ use crate::description::{self, Tool};
 use crate::engine::Engine;
 use crate::project::ProjectRoot;
 use crate::session::{CallCancel, Session, StateFull};
-use crate::toolset::{ApprovalRule, Arguments, CallPlan, Cleared, Resolved, ToolResult, Toolset};
+use crate::toolset::{ApprovalRule, Arguments, CallPlan, Cleared, Failure, Ran, Resolved, ToolResult, Toolset};
 use crate::wit::ToolsetHostPre;
 use crate::wit::iota::toolset::types::Context;
 use std::borrow::Cow;
@@ -149,7 +149,7 @@ impl WasmToolset {
                         Ok((described, store.data().asked))
                     },
                 )
-                .map_err(LoadError::Fatal)?;
+                .map_err(|stop| LoadError::Fatal(stop.text))?;
             let specs = described.map_err(LoadError::Config)?;
             toolset.tools = description::check(name, specs).map_err(LoadError::Fatal)?;
             if let Some((state, file)) = remembered.filter(|_| !asked) {
@@ -274,7 +274,7 @@ impl WasmToolset {
         access: FsAccess,
         role: Role,
         f: impl FnOnce(&crate::wit::ToolsetHost, &mut Store<CallState>, &Context) -> wasmtime::Result<R>,
-    ) -> Result<R, String> {
+    ) -> Result<R, Stop> {
         let mut instance = self.instantiate(session, ui, access, role)?;
         self.call(&mut instance, f)
     }
@@ -289,7 +289,7 @@ impl WasmToolset {
         ui: &Arc<dyn Ui>,
         access: FsAccess,
         role: Role,
-    ) -> Result<Instance, String> {
+    ) -> Result<Instance, Stop> {
         let pre = self.pre()?;
         let slots = self.engine.admission().slots();
         let (slot, deadline) = match &role {
@@ -308,7 +308,10 @@ impl WasmToolset {
                 };
                 let give_up = || session.cancellations() != cancellations || cancel.is_some_and(|c| c.is_cancelled());
                 let slot = slots.acquire(SlotKind::Call, session.id(), &give_up);
-                let slot = slot.ok_or_else(|| format!("toolset {:?} was cancelled", self.name))?;
+                let slot = slot.ok_or_else(|| Stop {
+                    failure: Failure::Cancelled,
+                    text: format!("toolset {:?} was cancelled", self.name),
+                })?;
                 (slot, Instant::now() + self.limits.timeout)
             }
         };
@@ -426,7 +429,7 @@ impl WasmToolset {
         &self,
         instance: &mut Instance,
         f: impl FnOnce(&crate::wit::ToolsetHost, &mut Store<CallState>, &Context) -> wasmtime::Result<R>,
-    ) -> Result<R, String> {
+    ) -> Result<R, Stop> {
         let ctx = self.context();
         f(&instance.bindings, &mut instance.store, &ctx)
             .map_err(|err| self.failure(&err, &instance.store, &instance.stdout, &instance.stderr))
@@ -438,7 +441,7 @@ impl WasmToolset {
         store: &Store<CallState>,
         stdout: &MemoryOutputPipe,
         stderr: &MemoryOutputPipe,
-    ) -> String {
+    ) -> Stop {
         let flooded = stdout.contents().len() >= caps::STDIO_CAP || stderr.contents().len() >= caps::STDIO_CAP;
         self.describe_failure(err, store.data().limiter.hit, flooded, &stderr.contents())
     }
@@ -446,7 +449,7 @@ impl WasmToolset {
     /// The result, unless it is larger than the set's output limit. A call
     /// that `wrote` its file is never answered as failed for that: its
     /// text is cut to the limit, with a note, and its diff left out.
-    fn within_output_limit(&self, result: ToolResult, wrote: bool) -> Result<ToolResult, String> {
+    fn within_output_limit(&self, result: ToolResult, wrote: bool) -> Result<ToolResult, Stop> {
         let size = (result.text.len() + result.diff.as_ref().map_or(0, String::len)) as u64;
         if size <= self.limits.output {
             return Ok(result);
@@ -458,7 +461,10 @@ impl WasmToolset {
             self.limits.output >> 10
         );
         if !wrote {
-            return Err(format!("{over}; the result was dropped"));
+            return Err(Stop {
+                failure: Failure::OutputLimit,
+                text: format!("{over}; the result was dropped"),
+            });
         }
         let note = format!("\n[{over}; cut here, and the diff left out — the file was written]");
         let keep = usize::try_from(self.limits.output)
@@ -489,61 +495,73 @@ impl WasmToolset {
             .min(CROSSING_CAP)
     }
 
-    fn describe_failure(&self, err: &wasmtime::Error, memory_hit: bool, flooded: bool, stderr: &[u8]) -> String {
+    fn describe_failure(&self, err: &wasmtime::Error, memory_hit: bool, flooded: bool, stderr: &[u8]) -> Stop {
+        let (failure, text) = self.what_stopped(err, memory_hit, flooded, stderr);
+        Stop { failure, text }
+    }
+
+    fn what_stopped(&self, err: &wasmtime::Error, memory_hit: bool, flooded: bool, stderr: &[u8]) -> (Failure, String) {
         let name = &self.name;
         if err.downcast_ref::<Cancelled>().is_some() {
-            return format!("toolset {name:?} was cancelled");
+            return (Failure::Cancelled, format!("toolset {name:?} was cancelled"));
         }
         if let Some(too_much) = err.downcast_ref::<crate::caps::ui::TooMuchToAsk>() {
-            return format!("toolset {name:?} {too_much} and was stopped");
+            return (Failure::Trapped, format!("toolset {name:?} {too_much} and was stopped"));
         }
         if err.downcast_ref::<StateFull>().is_some() {
-            return format!(
+            let text = format!(
                 "toolset {name:?} kept more than {} MiB in its session state and was stopped",
                 crate::session::STATE_CAP >> 20
             );
+            return (Failure::Trapped, text);
         }
         // wasmtime's error types for these are private; their texts are
         // checked by the limit tests.
         if err.downcast_ref::<caps::wasi_bounds::BeyondPermit>().is_some() {
-            return format!(
+            let text = format!(
                 "toolset {name:?} wrote more at once than its output stream permitted (check-write) and was stopped"
             );
+            return (Failure::Trapped, text);
         }
         if err
             .chain()
             .any(|e| e.to_string().contains("store handle limit exceeded"))
         {
-            return format!(
+            let text = format!(
                 "toolset {name:?} held more than {MAX_HANDLES} handles (open files, streams) at once and was stopped"
             );
+            return (Failure::Trapped, text);
         }
         if err.chain().any(|e| {
             e.to_string()
                 .contains("fuel allocated for hostcalls has been exhausted")
         }) {
-            return format!(
+            let text = format!(
                 "toolset {name:?} handed the host more in one crossing than its memory limit ({} MiB) left room for beside its memory, and was stopped",
                 self.limits.memory >> 20
             );
+            return (Failure::MemoryLimit, text);
         }
         if err.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
-            return format!(
+            let text = format!(
                 "toolset {name:?} ran past its time limit ({:?}) and was stopped",
                 self.limits.timeout
             );
+            return (Failure::TimeLimit, text);
         }
         if memory_hit {
-            return format!(
+            let text = format!(
                 "toolset {name:?} ran past its memory limit ({} MiB) and was stopped",
                 self.limits.memory >> 20
             );
+            return (Failure::MemoryLimit, text);
         }
         if flooded {
-            return format!(
+            let text = format!(
                 "toolset {name:?} wrote more than {} KiB to stdout/stderr and was stopped",
                 caps::STDIO_CAP >> 10
             );
+            return (Failure::OutputLimit, text);
         }
         // A Rust guest's panic message is the most useful line it printed.
         let printed = String::from_utf8_lossy(stderr);
@@ -553,7 +571,8 @@ impl WasmToolset {
             let message: Vec<&str> = lines.take_while(|l| !l.starts_with("note:")).collect();
             format!("{} (panicked at {location})", message.join(" "))
         });
-        format!("toolset {name:?} crashed: {}", panic.unwrap_or_else(|| err.to_string()))
+        let text = format!("toolset {name:?} crashed: {}", panic.unwrap_or_else(|| err.to_string()));
+        (Failure::Trapped, text)
     }
 }
 
@@ -674,7 +693,7 @@ impl Toolset for WasmToolset {
         .flatten()
     }
 
-    fn invoke(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, plan: &CallPlan, call: &Cleared) -> ToolResult {
+    fn invoke(&self, session: &Arc<Session>, ui: &Arc<dyn Ui>, plan: &CallPlan, call: &Cleared) -> Ran {
         self.run(
             session,
             ui,
@@ -689,7 +708,33 @@ impl Toolset for WasmToolset {
             },
         )
         .and_then(|result| self.within_output_limit(result, call.write().held().is_some_and(|file| file.wrote())))
-        .unwrap_or_else(|text| ToolResult::failure(&plan.tool, text))
+        .map_or_else(
+            |stop| Ran::failed(stop.failure, ToolResult::failure(&plan.tool, stop.text)),
+            Ran::from_tool,
+        )
+    }
+}
+
+/// Why a component's run stopped: the failure and the text the model reads.
+struct Stop {
+    failure: Failure,
+    text: String,
+}
+
+/// A worker task's failure is its text (its call decides what it means).
+impl From<Stop> for String {
+    fn from(stop: Stop) -> String {
+        stop.text
+    }
+}
+
+/// A failure of the host's own (no slot, no instance): the text is said.
+impl From<String> for Stop {
+    fn from(text: String) -> Stop {
+        Stop {
+            failure: Failure::Host,
+            text,
+        }
     }
 }
 

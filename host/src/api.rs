@@ -169,39 +169,42 @@ impl HostBuilder {
     /// Loads the config and the agent's toolsets. A set that cannot load is
     /// left out with a warning ([`Host::warnings`]); a config or agent that
     /// cannot be used is an error.
-    pub fn build(self) -> Result<Host> {
+    pub fn build(self) -> std::result::Result<Host, Error> {
         // What hosts killed earlier left in the temp directory (and the
         // write temporaries their journals name) goes at the next start.
         crate::scratch::sweep_soon(&std::env::temp_dir());
         let engine = match self.engine {
             Some(engine) => engine,
             None => match self.state_dir {
-                Some(dir) => Engine::with_cache(dir)?,
-                None => Engine::new()?,
+                Some(dir) => Engine::with_cache(dir).map_err(Error::Engine)?,
+                None => Engine::new().map_err(Error::Engine)?,
             },
         };
         let project = match self.pinned {
             Some(project) => project,
             None => {
-                let root = project_root(self.root.as_deref())?;
+                let root = project_root(self.root.as_deref()).map_err(Error::Root)?;
                 Arc::new(
                     ProjectRoot::open(&root)
-                        .with_context(|| format!("cannot open the project root {}", root.display()))?,
+                        .with_context(|| format!("cannot open the project root {}", root.display()))
+                        .map_err(Error::Root)?,
                 )
             }
         };
         let root = project.path().to_path_buf();
         let config = match self.config {
-            ConfigSource::Discover(path) => Config::discover(path.as_deref())?,
-            ConfigSource::Yaml(text) => Config::parse(&text, "(given)", &root)?,
+            ConfigSource::Discover(path) => Config::discover(path.as_deref()).map_err(Error::Config)?,
+            ConfigSource::Yaml(text) => Config::parse(&text, "(given)", &root).map_err(Error::Config)?,
             ConfigSource::Loaded(config) => config,
         };
-        let agent = config.agent(self.agent.as_deref())?;
+        let agent = config.agent(self.agent.as_deref()).map_err(Error::Agent)?;
         let ui = self.ui.unwrap_or_else(|| Arc::new(crate::caps::ui::NoUi));
-        let (mut tools, warnings) = AgentTools::load(&engine, &config, agent, &project, &ui)?;
+        let (mut tools, warnings) =
+            AgentTools::load(&engine, &config, agent, &project, &ui).map_err(Error::Toolsets)?;
         if let Some(path) = self.audit.as_ref().or(config.audit.as_ref()) {
             let log = crate::audit::AuditLog::open(path, &agent.name, &root)
-                .with_context(|| format!("cannot open the audit log {}", path.display()))?;
+                .with_context(|| format!("cannot open the audit log {}", path.display()))
+                .map_err(Error::AuditLog)?;
             tools = tools.with_audit(log);
         }
         let warnings = config.warnings.iter().chain(&warnings).cloned().collect();
@@ -213,6 +216,40 @@ impl HostBuilder {
         })
     }
 }
+
+/// Why a [`Host`] could not be built; its text says what to fix.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The engine could not start (its state directory, its compiler).
+    Engine(anyhow::Error),
+    /// The project root does not exist, is no directory, or cannot be opened.
+    Root(anyhow::Error),
+    /// The config cannot be read or used.
+    Config(anyhow::Error),
+    /// No agent of that name, or none to choose by default.
+    Agent(anyhow::Error),
+    /// A toolset that must load cannot (two sets offer one tool, a declared
+    /// component is unreadable, unpinned or unsigned); a set that may be
+    /// left out is a warning instead.
+    Toolsets(anyhow::Error),
+    /// The audit log cannot be opened where it was asked for.
+    AuditLog(anyhow::Error),
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (Error::Engine(e)
+        | Error::Root(e)
+        | Error::Config(e)
+        | Error::Agent(e)
+        | Error::Toolsets(e)
+        | Error::AuditLog(e)) = self;
+        write!(f, "{e:#}")
+    }
+}
+
+impl std::error::Error for Error {}
 
 /// `root`, else the git root of the working directory, else the working
 /// directory; canonical, so the jail and the preopens agree on one path.

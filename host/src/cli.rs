@@ -287,7 +287,7 @@ fn run(cli: Cli) -> Result<ExitCode, UsageError> {
     if let Some(audit) = &cli.audit {
         builder = builder.audit(audit);
     }
-    let host = builder.build().map_err(UsageError)?;
+    let host = builder.build().map_err(|e| UsageError(e.into()))?;
     for warning in host.warnings() {
         eprintln!("iota-host: warning: {warning}");
     }

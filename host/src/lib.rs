@@ -15,7 +15,7 @@
 
 mod api;
 
-pub use api::{CallResult, Host, HostBuilder, HostSession, JobInfo, ToolInfo};
+pub use api::{CallResult, Error, Host, HostBuilder, HostSession, JobInfo, ToolInfo};
 pub use caps::ui::{Approval, ApprovalRequest, NoUi, ScriptedUi, Ui};
 pub use toolset::{Failure, Presentation};
 pub use wit::iota::toolset::ui::{Answer, Choice, Question};

@@ -4,6 +4,7 @@
 //! isolated and parallel-safe and all state lives in the host.
 
 use crate::admission::{Slot, SlotKind};
+use crate::capability::Capability;
 use crate::caps::bindings::ToolsetHostPre;
 use crate::caps::bindings::iota::toolset::types::Context;
 use crate::caps::fs::{self, FsAccess};
@@ -11,7 +12,7 @@ use crate::caps::ui::Ui;
 use crate::caps::workers::{NewWorker, Workers};
 use crate::caps::writes::CallWrite;
 use crate::caps::{self, CallState, Cancelled, MemoryLimiter};
-use crate::config::{Capability, Limits};
+use crate::config::Limits;
 use crate::describe_cache;
 use crate::description::{self, Tool};
 use crate::engine::Engine;

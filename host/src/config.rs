@@ -26,7 +26,11 @@ use std::time::Duration;
 
 use crate::builtin_sets::{BUILTIN_SETS, builtin_set};
 use crate::capability::Capability;
-use crate::provenance::{Identity, SignaturePolicy, Signer};
+use signature::SignatureFile;
+
+mod signature;
+
+pub use signature::{Identity, SignaturePolicy, Signer};
 
 /// The config used when no file is named or found.
 pub const EMBEDDED_DEFAULT: &str = include_str!("default-config.yaml");
@@ -464,56 +468,6 @@ struct DeclBody {
     sha256: Option<String>,
     signature: Option<SignatureFile>,
     limits: Option<LimitsFile>,
-}
-
-/// `signature: {key | issuer + identity | issuer + identity_pattern, bundle, trusted_root}`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct SignatureFile {
-    key: Option<String>,
-    issuer: Option<String>,
-    identity: Option<String>,
-    identity_pattern: Option<String>,
-    bundle: Option<String>,
-    trusted_root: Option<String>,
-}
-
-impl SignatureFile {
-    /// The policy, with its files against `base`: exactly one kind of signer.
-    fn checked(self, base: &Path) -> Result<SignaturePolicy> {
-        let signer = match (self.key, self.issuer, self.identity, self.identity_pattern) {
-            (Some(key), None, None, None) => Signer::Key(base.join(key)),
-            (None, Some(issuer), Some(identity), None) => Signer::Keyless {
-                issuer,
-                identity: Identity::Exact(identity),
-            },
-            (None, Some(issuer), None, Some(pattern)) => Signer::Keyless {
-                issuer,
-                identity: Identity::Pattern(
-                    regex::Regex::new(&format!("^(?:{pattern})$"))
-                        .with_context(|| format!("identity_pattern {pattern:?} is not a regular expression"))?,
-                ),
-            },
-            (Some(_), ..) => {
-                bail!("key: names the signer alone; it cannot be combined with issuer, identity or identity_pattern")
-            }
-            (None, None, None, None) => bail!(
-                "name the signer: key: (a cosign public key file), or issuer: with identity: or identity_pattern: (keyless)"
-            ),
-            (None, None, ..) => {
-                bail!("identity: and identity_pattern: need issuer: (the OIDC issuer that vouched for it)")
-            }
-            (None, Some(_), None, None) => {
-                bail!("issuer: needs identity: or identity_pattern: (whose signature is required)")
-            }
-            (None, Some(_), Some(_), Some(_)) => bail!("identity: and identity_pattern: exclude each other"),
-        };
-        Ok(SignaturePolicy {
-            signer,
-            bundle: self.bundle.map(|bundle| base.join(bundle)),
-            trusted_root: self.trusted_root.map(|root| base.join(root)),
-        })
-    }
 }
 
 /// `limits: {timeout, memory, output}` in seconds, MiB and KiB.

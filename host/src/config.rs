@@ -7,18 +7,15 @@
 //! left out. Per-set keys of the Wasm sets are decoded by the component itself
 //! (its `describe`), so each set's rules live with the set.
 //!
-//! Where the config comes from decides how far it is believed. `--config`,
-//! `$IOTA_CONFIG` and `~/.iota/config.yaml` are the user's own. A config found
-//! in the project (`./.iota/config.yaml`) is untrusted input — a model with
-//! a write tool, or a cloned repository, may have written it — so it may
-//! restrict but never loosen: [`restrict`] drops every key that would widen
-//! what runs without asking or outside the sandbox, with one warning naming
-//! them, unless the user's own `~/.iota/config.yaml` lists the project under
-//! `trusted_projects:`.
+//! Where the config comes from decides how far it is believed
+//! (`config/discovery.rs`: a project's own config may restrict, never
+//! loosen). This file holds the config's data and its entry points;
+//! `config/files.rs` is the file as serde decodes it, turned into that data;
+//! `config/signature.rs` the `signature:` policy. The capability table is
+//! `capability.rs`.
 
 use anyhow::{Context as _, Result, bail};
 use iota_toolset::config::{YAML11_FALSE, YAML11_TRUE};
-use serde::Deserialize;
 use serde_yaml::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,8 +23,10 @@ use std::time::Duration;
 
 use crate::builtin_sets::{BUILTIN_SETS, builtin_set};
 use crate::capability::Capability;
-use signature::SignatureFile;
+use files::ConfigFile;
 
+mod discovery;
+mod files;
 mod signature;
 
 pub use signature::{Identity, SignaturePolicy, Signer};
@@ -168,117 +167,12 @@ impl Config {
     /// `project` (a process a model's command line started reads no config
     /// from the project it may have written).
     pub fn discover_from(explicit: Option<&Path>, project: bool) -> Result<Config> {
-        let user = explicit.map(Path::to_path_buf).or_else(|| {
-            std::env::var_os("IOTA_CONFIG")
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        });
-        if let Some(path) = user {
-            return Config::load(&path, Trust::Full);
-        }
-        let project_config = PathBuf::from(".iota/config.yaml");
-        let home_config = home_config();
-        let user_config = home_config
-            .as_deref()
-            .filter(|p| p.is_file())
-            .map(|p| Config::load(p, Trust::Full))
-            .transpose()?;
-        if project && project_config.is_file() {
-            return match user_config {
-                Some(user) if user.trusts(Path::new(".")) => Config::load(&project_config, Trust::Full),
-                // The user's own config stands; an untrusted project's cannot
-                // replace it (it could re-enable what the user turned off).
-                Some(mut user) => {
-                    user.warnings.push(format!(
-                        "{} is the project's own config and the project is not trusted: ignored in favour of ~/.iota/config.yaml; to use it, list the project under trusted_projects: there",
-                        project_config.display()
-                    ));
-                    Ok(user)
-                }
-                None => Config::load(&project_config, Trust::Project),
-            };
-        }
-        match user_config {
-            Some(user) => Ok(user),
-            None => Config::parse(EMBEDDED_DEFAULT, "(embedded default)", Path::new(".")),
-        }
-    }
-
-    /// Reads the config file at `path`, believed as far as `trust` says.
-    fn load(path: &Path, trust: Trust) -> Result<Config> {
-        let text = std::fs::read_to_string(path).with_context(|| format!("cannot read config {}", path.display()))?;
-        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
-        let base = if base.as_os_str().is_empty() {
-            PathBuf::from(".")
-        } else {
-            base
-        };
-        let origin = path.display().to_string();
-        if trust == Trust::Full {
-            return Config::parse(&text, &origin, &base);
-        }
-        let mut doc: Value =
-            serde_yaml::from_str(&text).with_context(|| format!("config {origin} is not valid YAML"))?;
-        let ignored = restrict(&mut doc);
-        let text = serde_yaml::to_string(&doc).unwrap_or_default();
-        let mut config = Config::parse(&text, &origin, &base)?;
-        if !ignored.is_empty() {
-            let project = std::fs::canonicalize(".").unwrap_or_else(|_| PathBuf::from("."));
-            config.warnings.push(format!(
-                "{origin} is the project's own config, which may restrict but not loosen what runs: ignored {}; to trust this project, list it in ~/.iota/config.yaml under trusted_projects: [{}]",
-                ignored.join(", "),
-                project.display()
-            ));
-        }
-        Ok(config)
-    }
-
-    /// Whether `project` is listed under `trusted_projects:`.
-    pub fn trusts(&self, project: &Path) -> bool {
-        let Ok(project) = std::fs::canonicalize(project) else {
-            return false;
-        };
-        self.trusted_projects
-            .iter()
-            .any(|p| std::fs::canonicalize(p).is_ok_and(|p| p == project))
+        discovery::discover(explicit, project)
     }
 
     /// Parses config text; `base` resolves relative toolset paths.
     pub fn parse(text: &str, origin: &str, base: &Path) -> Result<Config> {
-        let file: ConfigFile = match serde_yaml::from_str::<Option<ConfigFile>>(text) {
-            Ok(file) => file.unwrap_or_default(),
-            Err(e) => bail!("config {origin}: {e}"),
-        };
-        let home = crate::platform::home_dir();
-        let mut toolsets = BTreeMap::new();
-        for (name, decl) in file.toolsets.unwrap_or_default() {
-            let decl = decl
-                .into_decl(base)
-                .with_context(|| format!("config {origin}: toolsets: {name}"))?;
-            toolsets.insert(name, decl);
-        }
-        let config = Config {
-            origin: origin.to_string(),
-            agents: file
-                .agents
-                .unwrap_or_default()
-                .into_iter()
-                .map(|(name, agent)| agent.unwrap_or_default().into_agent(name))
-                .collect(),
-            toolsets,
-            lock: base.join(crate::registry::LOCK_FILE),
-            audit: file.audit.map(|path| base.join(path)),
-            trusted_projects: file
-                .trusted_projects
-                .unwrap_or_default()
-                .iter()
-                .map(|p| match (p.strip_prefix("~/"), &home) {
-                    (Some(rest), Some(home)) => home.join(rest),
-                    _ => base.join(p),
-                })
-                .collect(),
-            warnings: Vec::new(),
-        };
+        let config = ConfigFile::decode(text, origin)?.into_config(origin, base)?;
         for agent in &config.agents {
             for (set, _) in &agent.tools {
                 config.check_set_name(&agent.name, set)?;
@@ -396,287 +290,6 @@ pub fn yaml_to_json(value: &Value) -> serde_json::Value {
             .collect(),
         Value::Tagged(tagged) => yaml_to_json(&tagged.value),
     }
-}
-
-/// The config file as written, before the rules: what serde decodes.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ConfigFile {
-    /// Agents in file order (a list of pairs keeps it).
-    #[serde(default, deserialize_with = "in_file_order")]
-    agents: Option<Vec<(String, Option<AgentFile>)>>,
-    toolsets: Option<BTreeMap<String, DeclFile>>,
-    audit: Option<String>,
-    trusted_projects: Option<Vec<String>>,
-}
-
-/// One agent as written. Its other keys (`model`, …) are iota's, not the
-/// host's: ignored, not refused.
-#[derive(Debug, Default, Deserialize)]
-struct AgentFile {
-    mode: Option<String>,
-    /// Set names and their raw values, in file order; each set decodes its own.
-    #[serde(default, deserialize_with = "in_file_order")]
-    tools: Option<Vec<(String, Value)>>,
-}
-
-impl AgentFile {
-    fn into_agent(self, name: String) -> Agent {
-        Agent {
-            name,
-            mode: self.mode,
-            tools: self.tools.unwrap_or_default(),
-        }
-    }
-}
-
-/// A toolset declaration: a path, or a mapping.
-#[derive(Debug)]
-enum DeclFile {
-    Path(String),
-    Full(Box<DeclBody>),
-}
-
-impl<'de> Deserialize<'de> for DeclFile {
-    // By hand rather than `untagged`, which would replace the mapping's own
-    // errors (`unknown capability "gpu"`) with a generic one.
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<DeclFile, D::Error> {
-        struct Decl;
-        impl<'de> serde::de::Visitor<'de> for Decl {
-            type Value = DeclFile;
-            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-                f.write_str("a path or a mapping (path, sha256, signature, grant, limits)")
-            }
-            fn visit_str<E: serde::de::Error>(self, path: &str) -> Result<DeclFile, E> {
-                Ok(DeclFile::Path(path.to_string()))
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<DeclFile, A::Error> {
-                DeclBody::deserialize(serde::de::value::MapAccessDeserializer::new(map))
-                    .map(|body| DeclFile::Full(Box::new(body)))
-            }
-        }
-        deserializer.deserialize_any(Decl)
-    }
-}
-
-/// `toolsets: NAME: {path, sha256, signature, grant, limits}`.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct DeclBody {
-    path: Option<String>,
-    grant: Option<Vec<Capability>>,
-    sha256: Option<String>,
-    signature: Option<SignatureFile>,
-    limits: Option<LimitsFile>,
-}
-
-/// `limits: {timeout, memory, output}` in seconds, MiB and KiB.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct LimitsFile {
-    timeout: Option<f64>,
-    memory: Option<u64>,
-    output: Option<u64>,
-}
-
-impl DeclFile {
-    fn into_decl(self, base: &Path) -> Result<ToolsetDecl> {
-        let body = match self {
-            DeclFile::Path(path) => {
-                return Ok(ToolsetDecl {
-                    source: Source::parse(&path, base)?,
-                    grant: None,
-                    sha256: None,
-                    signature: None,
-                    limits: Limits::default(),
-                });
-            }
-            DeclFile::Full(body) => *body,
-        };
-        let path = body.path.context("path is required")?;
-        let limits = match body.limits {
-            Some(limits) => limits.checked().context("limits")?,
-            None => Limits::default(),
-        };
-        let sha256 = body.sha256.map(|pin| pin_digest(&pin)).transpose()?;
-        let signature = body
-            .signature
-            .map(|file| file.checked(base))
-            .transpose()
-            .context("signature")?;
-        Ok(ToolsetDecl {
-            source: Source::parse(&path, base)?,
-            grant: body.grant,
-            sha256,
-            signature,
-            limits,
-        })
-    }
-}
-
-/// A `sha256:` pin as 64 lowercase hex digits (`sha256:` in front and
-/// capitals accepted, as `inspect` and registries print digests).
-fn pin_digest(pin: &str) -> Result<String> {
-    let hex = pin.strip_prefix("sha256:").unwrap_or(pin).to_ascii_lowercase();
-    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        bail!("sha256 must be 64 hexadecimal digits (as `iota-host inspect` prints), got {pin:?}");
-    }
-    Ok(hex)
-}
-
-impl LimitsFile {
-    /// The limits, each positive, the rest defaults.
-    fn checked(self) -> Result<Limits> {
-        let mut limits = Limits::default();
-        if let Some(secs) = self.timeout {
-            if !(secs > 0.0 && secs.is_finite()) {
-                bail!("timeout must be a positive number of seconds");
-            }
-            limits.timeout = Duration::from_secs_f64(secs);
-        }
-        if let Some(mib) = self.memory {
-            if mib == 0 {
-                bail!("memory must be a positive number of MiB");
-            }
-            limits.memory = mib << 20;
-        }
-        if let Some(kib) = self.output {
-            if kib == 0 {
-                bail!("output must be a positive number of KiB");
-            }
-            limits.output = kib << 10;
-        }
-        Ok(limits)
-    }
-}
-
-/// A mapping decoded as its (key, value) pairs in file order (a map type
-/// would sort them, and the order of agents and sets is the user's).
-fn in_file_order<'de, D, V>(deserializer: D) -> Result<Option<Vec<(String, V)>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    V: Deserialize<'de>,
-{
-    struct Pairs<V>(std::marker::PhantomData<V>);
-    impl<'de, V: Deserialize<'de>> serde::de::Visitor<'de> for Pairs<V> {
-        type Value = Option<Vec<(String, V)>>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a mapping of names")
-        }
-        fn visit_unit<E>(self) -> Result<Self::Value, E> {
-            Ok(None)
-        }
-        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut pairs = Vec::new();
-            while let Some(pair) = map.next_entry()? {
-                pairs.push(pair);
-            }
-            Ok(Some(pairs))
-        }
-    }
-    deserializer.deserialize_any(Pairs(std::marker::PhantomData))
-}
-
-/// How far a config file is believed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Trust {
-    /// The user's own, or a project the user trusts.
-    Full,
-    /// A project's own: restrictions only.
-    Project,
-}
-
-/// `value` with every YAML tag removed, at any depth.
-fn untag(value: &mut Value) {
-    while let Value::Tagged(tagged) = value {
-        *value = std::mem::take(&mut tagged.value);
-    }
-    match value {
-        Value::Mapping(map) => map.values_mut().for_each(untag),
-        Value::Sequence(items) => items.iter_mut().for_each(untag),
-        _ => {}
-    }
-}
-
-/// `~/.iota/config.yaml`.
-fn home_config() -> Option<PathBuf> {
-    crate::platform::home_dir().map(|h| h.join(".iota").join("config.yaml"))
-}
-
-/// Removes from a project's config every key that would loosen what runs
-/// without asking or outside the sandbox; returns their dotted names. What
-/// stays can only restrict: disabling sets, `read_only`, `sandbox: auto`,
-/// a lower `max_processes`, fewer agents.
-pub fn restrict(doc: &mut Value) -> Vec<String> {
-    // A tag (`!x {sandbox: off}`) would hide a mapping from the checks below
-    // and be dropped later anyway: gone first, everywhere.
-    untag(doc);
-    let mut ignored = Vec::new();
-    let Value::Mapping(top) = doc else {
-        return ignored;
-    };
-    // Where components come from and what they are granted, where calls are
-    // logged, which projects are trusted: the user's to say.
-    for key in ["toolsets", "audit", "trusted_projects"] {
-        if top.remove(key).is_some() {
-            ignored.push(key.to_string());
-        }
-    }
-    let is_off = |v: &Value| match v {
-        Value::Null => true,
-        Value::Bool(b) => !b,
-        Value::String(s) => YAML11_FALSE.contains(&s.as_str()),
-        _ => false,
-    };
-    let Some(Value::Mapping(agents)) = top.get_mut("agents") else {
-        return ignored;
-    };
-    for (agent, value) in agents.iter_mut() {
-        let agent = agent.as_str().unwrap_or("?").to_string();
-        let Some(Value::Mapping(tools)) = value.get_mut("tools") else {
-            continue;
-        };
-        // Sets it would declare under toolsets: are not loaded at all.
-        let undeclared: Vec<Value> = tools
-            .keys()
-            .filter(|k| k.as_str().is_none_or(|k| builtin_set(k).is_none()))
-            .cloned()
-            .collect();
-        for key in undeclared {
-            tools.remove(&key);
-            ignored.push(format!("agents.{agent}.tools.{}", key.as_str().unwrap_or("?")));
-        }
-        let mut drop = |set: &str, key: &str, loosens: &dyn Fn(&Value) -> bool| {
-            if let Some(Value::Mapping(values)) = tools.get_mut(set)
-                && values.get(key).is_some_and(loosens)
-            {
-                values.remove(key);
-                ignored.push(format!("agents.{agent}.tools.{set}.{key}"));
-            }
-        };
-        drop("shell", "sandbox", &|v| v.as_str() == Some("off"));
-        drop("shell", "auto_run", &|v| !is_off(v));
-        drop("shell", "network", &|v| !is_off(v));
-        drop("shell", "write", &|v| {
-            !matches!(v, Value::Null) && v.as_sequence().is_none_or(|s| !s.is_empty())
-        });
-        drop("shell", "env", &|_| true);
-        // A project may hide the home directory, never show more of it.
-        drop("shell", "home", &|v| v.as_str() != Some("hidden"));
-        drop("shell", "read", &|v| {
-            !matches!(v, Value::Null) && v.as_sequence().is_none_or(|s| !s.is_empty())
-        });
-        drop("shell", "max_log", &|v| {
-            v.as_u64()
-                .is_none_or(|mib| mib > crate::shell::config::DEFAULT_MAX_LOG >> 20)
-        });
-        drop("shell", "max_processes", &|v| {
-            v.as_u64()
-                .is_none_or(|n| n > crate::shell::config::DEFAULT_MAX_PROCESSES)
-        });
-        drop("code", "auto_write", &|v| !is_off(v));
-    }
-    ignored
 }
 
 #[cfg(test)]

@@ -3,8 +3,9 @@
 //! name to set.
 
 use crate::builtin_sets::{BUILTIN_SETS, Enabling, Runs, builtin_set};
+use crate::capability::Capability;
 use crate::caps::ui::Ui;
-use crate::config::{Agent, Capability, Config, SetValue, Source};
+use crate::config::{Agent, Config, SetValue, Source};
 use crate::description::Tool;
 use crate::embedded;
 use crate::engine::Engine;

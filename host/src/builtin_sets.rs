@@ -42,7 +42,7 @@ pub struct BuiltinSet {
     /// What runs it.
     pub runs: Runs,
     /// The capabilities a component is granted, as config words (`read`,
-    /// `write`, …; see `config::CAPABILITIES`).
+    /// `write`, …; see `capability::CAPABILITIES`).
     pub grants: &'static [&'static str],
     /// Directories under `$HOME` it may also read (preopened read-only when
     /// they exist).

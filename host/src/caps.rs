@@ -17,7 +17,7 @@ pub mod wasi_bounds;
 pub mod workers;
 pub mod writes;
 
-use crate::config::Capability;
+use crate::capability::Capability;
 use crate::session::Session;
 use std::collections::BTreeSet;
 use std::sync::Arc;

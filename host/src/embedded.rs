@@ -3,7 +3,7 @@
 //! comes from [`crate::builtin_sets`]; build.rs writes the table below from it.
 
 use crate::builtin_sets::BuiltinSet;
-use crate::config::Capability;
+use crate::capability::Capability;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 

@@ -1,8 +1,9 @@
 //! `iota-host inspect FILE.wasm`: what a component is and what it asks for,
 //! so a cautious user can audit a toolset before enabling it.
 
+use crate::capability::Capability;
 use crate::caps::{self, Import};
-use crate::config::{Capability, Config, Source};
+use crate::config::{Config, Source};
 use crate::engine::{Engine, sha256_hex};
 use crate::toolset::Toolset;
 use crate::wasm_toolset::{LoadError, LoadOptions, WasmToolset};

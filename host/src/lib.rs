@@ -25,6 +25,7 @@ mod agent;
 mod approval;
 mod audit;
 mod builtin_sets;
+mod capability;
 mod caps;
 #[cfg(feature = "cli")]
 mod cli;

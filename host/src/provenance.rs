@@ -14,67 +14,12 @@
 //! `certificate`, `timestamp`.
 
 use anyhow::{Result, bail};
-use regex::Regex;
 use sigstore_trust_root::{SIGSTORE_PRODUCTION_TRUSTED_ROOT, TrustedRoot};
 use sigstore_types::{Bundle, DerPublicKey};
 use sigstore_verify::{Error as VerifyError, PublicKeyVerificationPolicy, VerificationPolicy, Verifier};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::config::ToolsetDecl;
-
-/// `signature:` in a toolset declaration: who must have signed the file.
-#[derive(Debug, Clone)]
-pub struct SignaturePolicy {
-    /// The signer: a key, or a keyless identity.
-    pub signer: Signer,
-    /// The Sigstore bundle; `None` means `<path>.sigstore.json`.
-    pub bundle: Option<PathBuf>,
-    /// A trusted root file; `None` means Sigstore's public-good instance.
-    pub trusted_root: Option<PathBuf>,
-}
-
-/// Who must have signed a component.
-#[derive(Debug, Clone)]
-pub enum Signer {
-    /// A cosign-compatible public key (PEM `PUBLIC KEY` file).
-    Key(PathBuf),
-    /// A Fulcio certificate for this identity, issued on this OIDC issuer's word.
-    Keyless {
-        /// The OIDC issuer, exactly (`https://token.actions.githubusercontent.com`).
-        issuer: String,
-        /// The certificate's identity (its email or URI).
-        identity: Identity,
-    },
-}
-
-/// How a keyless signer's certificate identity is matched.
-#[derive(Debug, Clone)]
-pub enum Identity {
-    /// Equal to this string.
-    Exact(String),
-    /// The whole identity matches this pattern (`identity_pattern:`, anchored).
-    Pattern(Regex),
-}
-
-impl std::fmt::Display for Identity {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Identity::Exact(identity) => write!(f, "{identity}"),
-            Identity::Pattern(pattern) => write!(f, "an identity matching {}", pattern.as_str()),
-        }
-    }
-}
-
-impl SignaturePolicy {
-    /// The bundle that holds the signature of `component`.
-    pub fn bundle_for(&self, component: &Path) -> PathBuf {
-        self.bundle.clone().unwrap_or_else(|| {
-            let mut name = component.as_os_str().to_owned();
-            name.push(".sigstore.json");
-            PathBuf::from(name)
-        })
-    }
-}
+use crate::config::{Identity, SignaturePolicy, Signer, ToolsetDecl};
 
 /// Refuses `wasm` (read from `file`) unless it has the pinned digest and the
 /// required signature; `fetched_bundle` is the bundle pulled with a registry
@@ -235,6 +180,8 @@ mod tests {
     //! made by cosign against Sigstore's public-good instance), and their
     //! tampered copies, against the embedded trusted root.
     use super::*;
+    use regex::Regex;
+    use std::path::PathBuf;
 
     fn data(name: &str) -> PathBuf {
         Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -4,13 +4,14 @@
 //! isolated and parallel-safe and all state lives in the host.
 
 use crate::admission::{Slot, SlotKind};
+use crate::capability::Capability;
 use crate::caps::fs::{self, FsAccess};
 use crate::caps::process::CommandRunner;
 use crate::caps::ui::Ui;
 use crate::caps::workers::{NewWorker, Workers};
 use crate::caps::writes::CallWrite;
 use crate::caps::{self, CallState, Cancelled, MemoryLimiter};
-use crate::config::{Capability, Limits};
+use crate::config::Limits;
 use crate::describe_cache;
 use crate::description::{self, Tool};
 use crate::engine::Engine;

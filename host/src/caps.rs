@@ -49,6 +49,9 @@ pub struct CallState {
     pub(crate) listings: wasi_bounds::Listings,
     /// The file the call may change, decided before it ran.
     pub(crate) write: writes::CallWrite,
+    /// The session's warm tree, looked up once per instance (listings are
+    /// the walk's hot path).
+    pub(crate) warm: std::cell::OnceCell<Arc<fs::WarmTree>>,
 }
 
 impl WasiView for CallState {

@@ -394,6 +394,7 @@ impl WasmToolset {
             stop: caps::Stopper::new(session, deadline, abandoned, cancel),
             listings: Default::default(),
             write,
+            warm: Default::default(),
         };
         let mut store = Store::new(self.engine.wasmtime(), state);
         store.limiter(|s| &mut s.limiter);

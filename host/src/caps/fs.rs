@@ -37,6 +37,13 @@ pub use warm::{MAX_ENTRIES as MAX_WARM_ENTRIES, WarmTree};
 /// listings the session's searches have read, kept true while it lasts.
 impl crate::session::Part for WarmTree {}
 
+impl CallState {
+    /// The session's warm tree, looked up at the instance's first use.
+    fn warm_tree(&self) -> &WarmTree {
+        self.warm.get_or_init(|| WarmTree::of(&self.session))
+    }
+}
+
 impl WarmTree {
     /// `session`'s warm tree.
     pub fn of(session: &crate::session::Session) -> std::sync::Arc<WarmTree> {
@@ -253,7 +260,7 @@ impl Host for CallState {
     fn read_files(&mut self, paths: Vec<String>, max_size: u64) -> Vec<Content> {
         // Without needles every answer is `Some`.
         let cap = file_cap(max_size, self.limiter.max);
-        read_answer(&self.files.roots, paths, cap, None, &WarmTree::of(&self.session))
+        read_answer(&self.files.roots, paths, cap, None, self.warm_tree())
             .into_iter()
             .flatten()
             .collect()
@@ -267,16 +274,11 @@ impl Host for CallState {
         fold_case: bool,
     ) -> Vec<Option<Content>> {
         let cap = file_cap(max_size, self.limiter.max);
+        let warm = self.warm.get_or_init(|| WarmTree::of(&self.session));
         let Files {
             roots, needles: last, ..
         } = &mut self.files;
-        read_answer(
-            roots,
-            paths,
-            cap,
-            Needles::cached(last, needles, fold_case),
-            &WarmTree::of(&self.session),
-        )
+        read_answer(roots, paths, cap, Needles::cached(last, needles, fold_case), warm)
     }
 
     fn read_head(&mut self, path: String, max_size: u64) -> Result<FileHead, HeadError> {
@@ -322,7 +324,8 @@ impl CallState {
             open_listable(root, relative)
         };
         let above: Option<&warm::OpenAbove> = if start { Some(&open_above) } else { None };
-        WarmTree::of(&self.session).list(root, dir, || open_listable(root, relative), list_opened, above)
+        self.warm_tree()
+            .list(root, dir, || open_listable(root, relative), list_opened, above)
     }
 }
 

@@ -661,9 +661,9 @@ impl Toolset for WasmToolset {
             _ => CallWrite::Nothing,
         };
         let header = header_before_running(&plan.tool, value);
-        let question = match (write.held(), value.and_then(|v| v.get("path")).and_then(|p| p.as_str())) {
-            (Some(held), Some(path)) => crate::approval::annotate(&header, path, held.lands(), held.protected()),
-            _ => header.clone(),
+        let question = match write.held() {
+            Some(held) => crate::approval::annotate(&header, held.given(), held.lands(), held.protected()),
+            None => header.clone(),
         };
         let approval = self
             .tools

@@ -100,6 +100,8 @@ pub struct HeldWrite {
     name: OsString,
     /// Where it lands, relative to the root.
     lands: PathBuf,
+    /// The path as the call gave it.
+    given: String,
     /// Where it lands, absolute.
     path: PathBuf,
     /// Whether a write there changes what runs outside the sandbox
@@ -220,6 +222,7 @@ impl HeldWrite {
             name,
             path: root.join(&lands),
             lands,
+            given: given.to_string(),
             protected,
             root_id,
             wrote: std::sync::atomic::AtomicBool::new(false),
@@ -234,6 +237,11 @@ impl HeldWrite {
     /// Where the write lands, relative to the root.
     pub fn lands(&self) -> &Path {
         &self.lands
+    }
+
+    /// The path as the call gave it.
+    pub fn given(&self) -> &str {
+        &self.given
     }
 
     /// Whether a write there changes what runs outside the sandbox.

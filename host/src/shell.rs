@@ -411,10 +411,11 @@ impl ShellToolset {
         let mut argv = vec![program];
         argv.extend(command.command.words[1..].iter().map(OsString::from));
         // Performed now, in bash's order, each file checked again as it is
-        // opened (`redirect.rs`): one that fails ends the call here. The
-        // child starts in the directory held since the line was resolved,
-        // and the redirections resolve from it, whatever its path has
-        // become since.
+        // opened (`redirect.rs`: beneath the pinned root along the
+        // directory's path as resolved, no link followed, nothing
+        // protected): one that fails ends the call here. The child starts
+        // in the directory held since the line was resolved, by its
+        // descriptor, whatever its path has become since.
         let streams = redirect::perform(&command.command.redirections, &self.project, &command.cwd_beneath)
             .map_err(std::io::Error::other)?;
         #[cfg(unix)]

@@ -252,7 +252,9 @@ pub struct Cleared {
 
 impl Cleared {
     /// The clearance of a [`CallPlan::host_entry`]: no write, no question.
-    pub fn host_entry() -> Cleared {
+    /// The host's own (the Skills extension's entry points), never a model's
+    /// call's.
+    pub(crate) fn host_entry() -> Cleared {
         Cleared {
             resolved: Resolved {
                 header: String::new(),

@@ -646,7 +646,14 @@ impl Toolset for WasmToolset {
     }
 
     fn plan(&self, spec: &Tool, args: Arguments) -> Result<CallPlan, String> {
-        Ok(CallPlan::of(spec, args))
+        let plan = CallPlan::of(spec, args);
+        // A writer may land on a protected file, which asks every time,
+        // whatever its spec says: it never runs beside other calls.
+        let writes = plan.may_write && self.requested.contains(&Capability::FsWrite);
+        Ok(CallPlan {
+            parallel: plan.parallel && !writes,
+            ..plan
+        })
     }
 
     fn resolve(&self, plan: &CallPlan) -> Resolved {

@@ -478,6 +478,10 @@ fn spawn(mut command: Command, launch: &mut Launch) -> std::io::Result<Spawned> 
     if let Some(arg0) = &launch.arg0 {
         command.arg0(arg0);
     }
+    // And entered by the descriptor itself just before exec, where no
+    // `/proc` gives it a path (macOS): what the command starts in is the
+    // directory held, never its path resolved again.
+    let held_cwd = launch.cwd.as_ref().map(|dir| dir.as_raw_fd());
     let inherit: Vec<i32> = launch.inherit.iter().map(|fd| fd.as_raw_fd()).collect();
     let mut processes = launch.processes.take();
     let cgroup_procs = processes.as_mut().and_then(|p| p.take_procs());
@@ -485,7 +489,7 @@ fn spawn(mut command: Command, launch: &mut Launch) -> std::io::Result<Spawned> 
     let max_processes = processes.as_ref().and_then(|p| p.rlimit());
     let host = std::process::id() as i32;
     // SAFETY: between fork and exec the closure only makes system calls
-    // (prctl, getppid, close_range, fcntl, write, setrlimit) on values
+    // (prctl, getppid, close_range, fcntl, write, fchdir, setrlimit) on values
     // prepared before the fork.
     unsafe {
         command.pre_exec(move || {
@@ -516,6 +520,11 @@ fn spawn(mut command: Command, launch: &mut Launch) -> std::io::Result<Spawned> 
             }
             if let Some(fd) = cgroup
                 && nix::libc::write(fd, b"0".as_ptr().cast(), 1) != 1
+            {
+                return Err(std::io::Error::last_os_error());
+            }
+            if let Some(dir) = held_cwd
+                && nix::libc::fchdir(dir) == -1
             {
                 return Err(std::io::Error::last_os_error());
             }

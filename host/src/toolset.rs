@@ -119,25 +119,29 @@ impl Ran {
 
 /// A call's arguments: the JSON text as the model wrote it (what a component
 /// decodes, with its own texts for what is wrong) and the value it parses to,
-/// parsed once.
+/// parsed once. Shared, not copied: the round keeps them for the audit
+/// while the set's plan holds them too, and a writer's content is in both.
 #[derive(Debug, Clone)]
 pub struct Arguments {
-    text: String,
-    value: Option<serde_json::Value>,
+    text: Arc<str>,
+    value: Option<Arc<serde_json::Value>>,
 }
 
 impl Arguments {
     /// `text`, parsed now (a text that is not JSON has no value).
     pub fn new(text: String) -> Arguments {
-        let value = serde_json::from_str(&text).ok();
-        Arguments { text, value }
+        let value = serde_json::from_str(&text).ok().map(Arc::new);
+        Arguments {
+            text: text.into(),
+            value,
+        }
     }
 
     /// `value` as an object (what an MCP client sends), its text made from it.
     pub fn from_value(value: serde_json::Value) -> Arguments {
         Arguments {
-            text: value.to_string(),
-            value: Some(value),
+            text: value.to_string().into(),
+            value: Some(Arc::new(value)),
         }
     }
 
@@ -148,7 +152,7 @@ impl Arguments {
 
     /// The parsed value, when the text is JSON.
     pub fn value(&self) -> Option<&serde_json::Value> {
-        self.value.as_ref()
+        self.value.as_deref()
     }
 }
 
